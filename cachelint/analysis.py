@@ -1,0 +1,86 @@
+"""One analysis run over a whole program: what every rule can ask for.
+
+Built once from the file indexes and the configuration; the expensive parts
+(hot paths, cache sites and their uses) are computed on first use, so a run
+that selects only CL000 never builds them.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from .cachesites import CacheAnalysis
+from .callgraph import HotPaths, hot_paths
+from .catalog import Catalog
+from .config import Config
+from .index import CallSite, FileIndex, FunctionInfo
+from .program import Program
+
+
+class Analysis:
+    def __init__(self, indexes: list[FileIndex], config: Config) -> None:
+        self.config = config
+        self.program = Program(indexes)
+        self.catalog = Catalog(config.catalog)
+
+    @cached_property
+    def hot(self) -> HotPaths:
+        return hot_paths(self.program, self.config.roots)
+
+    @cached_property
+    def cache_analysis(self) -> CacheAnalysis:
+        ca = CacheAnalysis(self.program, self.catalog)
+        ca.collect()
+        return ca
+
+    @cached_property
+    def _uses(self):
+        return self.cache_analysis.uses()
+
+    def cl001_spans(self) -> set:
+        return {(u.function.path, u.call.line, u.call.column) for u in self.cache_analysis.uses()}
+
+    @cached_property
+    def _reexported(self) -> set:
+        """Qualified names some module imports from another (``from m import X``)."""
+        out = set()
+        for fi in self.program.indexes:
+            out.update(fi.imports.values())
+        return out
+
+    def removable_names(self, g: FunctionInfo, c: CallSite) -> tuple[str, ...]:
+        """Imported names a replaced call used that the codemod may drop if unused.
+
+        Never in a package ``__init__``, never a name in ``__all__``, never a
+        name another module imports from this one (a re-export).
+        """
+        fi = self.program.modules_by_path.get(g.path)
+        if fi is None or fi.is_package:
+            return ()
+        ctx = self.program.context(g)
+        names: list[str] = []
+
+        def walk(e) -> None:
+            if not isinstance(e, tuple):
+                return
+            if len(e) == 2 and e[0] == "name" and isinstance(e[1], str):
+                names.append(e[1])
+                return
+            for part in e:
+                walk(part)
+
+        walk(c.func)
+        for a in c.args:
+            walk(a)
+        for _, v in c.kwargs:
+            walk(v)
+        out = []
+        for n in dict.fromkeys(names):
+            if n in ctx.locals or n in ctx.params or n not in fi.imports:
+                continue
+            if fi.all_names and n in fi.all_names:
+                continue
+            if f"{fi.module}.{n}" in self._reexported:
+                continue
+            out.append(n)
+        return tuple(out)

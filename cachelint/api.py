@@ -1,0 +1,150 @@
+"""The library API: the whole pipeline behind one call.
+
+    discover -> index (parallel for large inputs) -> program, call graph,
+    hot paths -> cache sites and uses -> rules -> suppressions -> fixes
+
+``check()`` never raises for a bad source file (that is a CL000 finding); it
+raises :class:`~cachelint.config.ConfigError` or
+:class:`~cachelint.rules.UnknownRuleError` for bad configuration and
+``FileNotFoundError`` for a path that does not exist.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .analysis import Analysis
+from .config import Config, resolve_presets
+from .discover import SourceFile, discover
+from .fixer import FileFix, compute_fixes, write_fix
+from .index import FileIndex, index_file
+from .model import Finding
+from .rules import select_rules
+
+# below this many files, a process pool costs more than it saves
+PARALLEL_THRESHOLD = 64
+
+
+@dataclass
+class Result:
+    findings: list[Finding]  # remaining (not fixed) findings, sorted
+    fixed: list[Finding] = field(default_factory=list)
+    file_fixes: list[FileFix] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # fixes that could not be written
+    files: int = 0
+    config: Config | None = None
+
+
+def _index_one(sf: SourceFile) -> FileIndex:
+    return index_file(sf.path, sf.module, sf.is_package)
+
+
+def _index_chunk(chunk: list[SourceFile]) -> list[FileIndex]:
+    return [_index_one(sf) for sf in chunk]
+
+
+def index_files(files: list[SourceFile], jobs: int | None = None) -> list[FileIndex]:
+    jobs = jobs or min(os.cpu_count() or 1, 8)
+    if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
+        return [_index_one(sf) for sf in files]
+    # large files first, then dealt round-robin so the workers finish together
+    order = sorted(files, key=lambda sf: _size(sf.path), reverse=True)
+    chunks = [order[i::jobs * 4] for i in range(jobs * 4)]
+    out: dict[str, FileIndex] = {}
+    try:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for result in pool.map(_index_chunk, chunks):
+                for fi in result:
+                    out[fi.path] = fi
+    except (OSError, RuntimeError):  # no multiprocessing here: stay serial
+        return [_index_one(sf) for sf in files]
+    return [out[sf.path] for sf in files]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _suppressed(f: Finding, fi: FileIndex | None) -> bool:
+    if fi is None or not fi.suppressions:
+        return False
+    for line in range(f.span.line, f.span.end_line + 1):
+        if line in fi.suppressions:
+            codes = fi.suppressions[line]
+            if codes is None or f.code in codes:
+                return True
+    return False
+
+
+def analyse(paths: list[str], config: Config, jobs: int | None = None) -> tuple[Analysis, list[SourceFile]]:
+    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    indexes = index_files(files, jobs)
+    tops = {sf.module.split(".")[0] for sf in files if sf.module}
+    config = resolve_presets(config, tops)
+    return Analysis(indexes, config), files
+
+
+def check(
+    paths: list[str],
+    config: Config | None = None,
+    *,
+    fix: bool = False,
+    unsafe_fixes: bool | None = None,
+    write: bool = True,
+    jobs: int | None = None,
+) -> Result:
+    config = config or Config()
+    rules = select_rules(config.select, config.ignore)
+    analysis, files = analyse(paths, config, jobs)
+    findings: list[Finding] = []
+    for rule_cls in rules:
+        findings.extend(rule_cls().check(analysis))
+    by_path = analysis.program.modules_by_path
+    findings = [f for f in findings if not _suppressed(f, by_path.get(f.path))]
+    findings.sort(key=lambda f: (f.path, f.span.line, f.span.column, f.code))
+    result = Result(findings=findings, files=len(files), config=analysis.config)
+    if unsafe_fixes is None:
+        unsafe_fixes = analysis.config.unsafe_fixes
+    if fix:
+        file_fixes = compute_fixes(findings, unsafe_fixes)
+        fixed_ids: set = set()
+        for ff in file_fixes:
+            if ff.error:
+                result.errors.append(f"{ff.path}: {ff.error}")
+                continue
+            if write:
+                err = write_fix(ff)
+                if err:
+                    result.errors.append(err)
+                    continue
+            fixed_ids.update(id(f) for f in ff.findings)
+        result.file_fixes = [ff for ff in file_fixes if not ff.error and ff.new != ff.old]
+        result.fixed = [f for f in findings if id(f) in fixed_ids]
+        result.findings = [f for f in findings if id(f) not in fixed_ids]
+    return result
+
+
+def lint_sources(sources: dict[str, str], config: Config | None = None, **kw) -> Result:
+    """Check in-memory modules (tests, examples): written to a temp dir first."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="cachelint-") as d:
+        for rel, code in sources.items():
+            p = Path(d, rel)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(code, encoding="utf-8")
+        cwd = os.getcwd()
+        os.chdir(d)
+        try:
+            res = check(["."], config, **kw)
+            fixed = {rel: Path(d, rel).read_text(encoding="utf-8") for rel in sources}
+        finally:
+            os.chdir(cwd)
+    res.sources_after = fixed  # type: ignore[attr-defined]
+    return res

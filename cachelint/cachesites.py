@@ -1,0 +1,461 @@
+"""Stage 4: cache sites, the invariants they establish, and their readers.
+
+Every assignment ``<obj>.<attr> = <call>(...)`` is a *candidate invariant*:
+"after this statement, ``<obj>.<attr>`` holds ``<call>(...)``", valid under
+the guard the statement sits in. The invariant is generalised over its
+*anchor*, the root object of the target (``self`` of the class that fills it,
+or a typed parameter): the fill in ``VllmConfig.__post_init__``
+
+    self.scheduler_config.max_num_encoder_input_tokens = \\
+        MULTIMODAL_REGISTRY.get_encdec_max_encoder_len(self.model_config)
+
+says that for every ``X: VllmConfig`` (once constructed),
+``X.scheduler_config.max_num_encoder_input_tokens ==
+MULTIMODAL_REGISTRY.get_encdec_max_encoder_len(X.model_config)`` when
+``X.model_config and not X.model_config.pooler_config and
+X.model_config.is_encoder_decoder``.
+
+A *use* is a call elsewhere with the same callee and arguments that unify with
+the invariant's for some ``X`` of the anchor's type found at the use site.
+Only candidates whose callee is worth caching are kept (a function defined in
+the tree, or a catalog entry; never a class constructor, a builtin or an
+already-cached function), which is what keeps ``self.buf = torch.zeros(n)``
+and friends out of the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .access import spell
+from .catalog import PURE_BUILTINS, Catalog, is_cached_function
+from .guards import Atom, guard_atoms, mentions_root, residual, substitute
+from .index import Assign, CallSite, FunctionInfo, dotted, render
+from .program import CONSTRUCTORS, Program, Value
+
+
+@dataclass
+class CacheSite:
+    function: FunctionInfo
+    call: CallSite
+    target: Value
+    anchor: tuple  # the root element of `target`
+    anchor_type: str | None
+    attr: str
+    holder_type: str | None
+    callee: Value
+    callee_names: list
+    args: tuple  # canonical values, kwargs as ("kw", name, value)
+    atoms: list  # guard atoms at the fill
+    in_constructor: bool
+    pure: bool
+    pure_reason: str
+    cost: str = ""  # why recomputing it is expensive
+
+    @property
+    def owner(self) -> str:
+        """``SchedulerConfig.max_num_encoder_input_tokens``."""
+        t = self.holder_type.rsplit(".", 1)[-1] if self.holder_type else render_value_short(self.target[:-1])
+        return f"{t}.{self.attr}"
+
+    @property
+    def where(self) -> str:
+        return self.function.qualname
+
+
+def render_value_short(v: Value) -> str:
+    root = v[0]
+    head = {"s": "self", "p": root[-1] if len(root) > 2 else "?", "g": root[1].rsplit(".", 1)[-1]}.get(root[0], "?")
+    return ".".join([head] + [a for a in v[1:] if isinstance(a, str)])
+
+
+@dataclass
+class Use:
+    site: CacheSite
+    function: FunctionInfo
+    call: CallSite
+    anchor_value: Value | None
+    replacement: str | None
+    residual: list  # Atom
+    residual_text: list  # str
+    reasons: list  # why the fix is unsafe
+    notes: list = field(default_factory=list)
+
+
+def _call_names(call: CallSite) -> str | None:
+    return dotted(call.func)
+
+
+def _last(call: CallSite) -> str | None:
+    d = call.func
+    if d[0] == "attr":
+        return d[2]
+    if d[0] == "name":
+        return d[1]
+    return None
+
+
+def _mentions(v, root) -> bool:
+    if v is None:
+        return False
+    if v[0] == root:
+        return True
+    if v[0][0] == "c":
+        callee, args = v[0][1], v[0][2]
+        return _mentions(callee, root) or any(_mentions(a[2] if a[0] == "kw" else a, root) for a in args)
+    return False
+
+
+class CacheAnalysis:
+    def __init__(self, program: Program, catalog: Catalog) -> None:
+        self.program = program
+        self.catalog = catalog
+        self.sites: list[CacheSite] = []
+        self.by_name: dict[str, list[CacheSite]] = {}
+        self._purity_memo: dict = {}
+
+    # ----- purity -----------------------------------------------------------------
+    def purity(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> tuple[bool, str]:
+        if self.catalog.pure(names):
+            return True, "declared pure in the catalog"
+        if fn is None:
+            return False, f"`{names[0] if names else '?'}` is not known to be pure and deterministic"
+        key = fn.qualname
+        if key in self._purity_memo:
+            return self._purity_memo[key]
+        self._purity_memo[key] = (False, "recursive")
+        result = self._infer_purity(fn, depth)
+        self._purity_memo[key] = result
+        return result
+
+    def _infer_purity(self, fn: FunctionInfo, depth: int) -> tuple[bool, str]:
+        not_pure = (False, f"`{fn.qualname}` is not known to be pure and deterministic")
+        if depth > 3 or fn.global_names:
+            return not_pure
+        for a in fn.assigns:
+            if a.target[0] in ("attr", "sub"):
+                return not_pure
+        ctx = self.program.context(fn)
+        for c in fn.calls:
+            callee = self.program.canon(c.func, ctx)
+            if callee is not None and len(callee) == 1 and callee[0][0] == "g":
+                qn = callee[0][1]
+                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
+                    continue
+            names = self.program.callee_names(callee, dotted(c.func))
+            target = self.program.callee_function(callee) if callee is not None else None
+            ok, _ = self.purity(names, target, depth + 1)
+            if not ok:
+                return not_pure
+        return True, f"`{fn.qualname}` only reads its inputs and calls pure functions"
+
+    def expensive(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> str | None:
+        """Why a call is expensive (a catalog entry, directly or through its body), or None."""
+        entry = self.catalog.match(names)
+        if entry is not None and entry.kind != "declared-pure":
+            return entry.why or f"`{entry.pattern}` ({entry.kind}) is in the expensive-call catalog"
+        if fn is None or depth > 3:
+            return None
+        key = ("cost", fn.qualname)
+        if key in self._purity_memo:
+            return self._purity_memo[key]
+        self._purity_memo[key] = None
+        p = self.program
+        ctx = p.context(fn)
+        result = None
+        for c in fn.calls:
+            callee = p.canon(c.func, ctx)
+            cnames = p.callee_names(callee, dotted(c.func))
+            target = p.callee_function(callee) if callee is not None else None
+            if target is not None and is_cached_function(target):
+                continue
+            why = self.expensive(cnames, target, depth + 1)
+            if why is not None:
+                shown = cnames[0] if cnames else render(c.func)
+                result = f"`{fn.qualname}` calls `{shown}`: " + why
+                break
+        self._purity_memo[key] = result
+        return result
+
+    # ----- cache sites ---------------------------------------------------------------
+    def collect(self) -> None:
+        p = self.program
+        for f in p.functions.values():
+            if f.under_type_checking:
+                continue
+            for c in f.calls:
+                t = c.assigned_to
+                if t is None or t[0] != "attr":
+                    continue
+                site = self._site(f, c)
+                if site is not None:
+                    self.sites.append(site)
+                    self.by_name.setdefault(_last(c) or "", []).append(site)
+
+    def _site(self, f: FunctionInfo, c: CallSite) -> CacheSite | None:
+        p = self.program
+        ctx = p.context(f)
+        target = p.canon(c.assigned_to, ctx)
+        if target is None or len(target) < 2:
+            return None
+        anchor = target[0]
+        if anchor[0] not in ("s", "p"):
+            return None
+        anchor_type = p.type_of((anchor,))
+        if anchor_type is None:
+            return None
+        callee = p.canon(c.func, ctx)
+        if callee is None:
+            return None
+        args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
+        if any(a is None or (a[0] == "kw" and (a[1] is None or a[2] is None)) for a in args):
+            return None
+        # every argument must be nameable from the anchor or be global/constant
+        for a in args:
+            v = a[2] if a[0] == "kw" else a
+            if v[0][0] == "p" or (v[0][0] == "s" and v[0] != anchor):
+                return None
+            if v[0][0] == "c":
+                return None
+        if callee[0][0] == "p" or (callee[0][0] == "s" and callee[0] != anchor):
+            return None
+        names = p.callee_names(callee, dotted(c.func))
+        fn = p.callee_function(callee)
+        entry = self.catalog.match(names)
+        if len(callee) == 1 and callee[0][0] == "g":
+            qn = callee[0][1]
+            if qn in p.classes:
+                return None  # construction: a new object each time, not a cached value
+            if qn.startswith("builtins.") and entry is None:
+                return None
+        if fn is None and entry is None:
+            return None
+        if fn is not None and (is_cached_function(fn) or fn.name in CONSTRUCTORS):
+            return None
+        expensive = self.expensive(names, fn)
+        if expensive is None:
+            return None  # cheap to recompute: a candidate, never a finding
+        pure, why = self.purity(names, fn)
+        in_constructor = anchor[0] == "s" and f.name in CONSTRUCTORS and p.is_subclass(anchor_type, f.class_qualname or "")
+        if not pure and not in_constructor:
+            # e.g. `self.final_memory = self.current_memory_usage()` in __exit__:
+            # a snapshot of something that changes, not a cache
+            return None
+        holder = target[:-1]
+        return CacheSite(
+            function=f,
+            call=c,
+            target=target,
+            anchor=anchor,
+            anchor_type=anchor_type,
+            attr=target[-1],
+            holder_type=p.type_of(holder),
+            callee=callee,
+            callee_names=names,
+            args=args,
+            atoms=guard_atoms(c.guard, ctx, p),
+            in_constructor=in_constructor,
+            pure=pure,
+            pure_reason=why,
+            cost=expensive,
+        )
+
+    # ----- uses -------------------------------------------------------------------------
+    def uses(self) -> list[Use]:
+        out: list[Use] = []
+        p = self.program
+        if not self.by_name:
+            return out
+        for g in p.functions.values():
+            if g.under_type_checking:
+                continue
+            ctx = None
+            for c in g.calls:
+                cands = self.by_name.get(_last(c) or "")
+                if not cands:
+                    continue
+                if ctx is None:
+                    ctx = p.context(g)
+                callee = p.canon(c.func, ctx)
+                if callee is None or callee[-1] != cands[0].callee[-1]:
+                    continue
+                args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
+                best = None
+                for site in cands:
+                    if site.function is g and site.call is c:
+                        continue  # the fill itself
+                    u = self._unify(site, g, c, ctx, callee, args)
+                    if u is not None and (best is None or _rank(u) < _rank(best)):
+                        best = u
+                if best is not None:
+                    out.append(best)
+        return out
+
+    def _unify(self, site: CacheSite, g: FunctionInfo, c: CallSite, ctx, callee, args) -> Use | None:
+        p = self.program
+        if len(args) != len(site.args):
+            return None
+        pairs = [(site.callee, callee)]
+        for sa, ua in zip(site.args, args):
+            if ua is None:
+                return None
+            if sa[0] == "kw":
+                if ua[0] != "kw" or ua[1] != sa[1]:
+                    return None
+                pairs.append((sa[2], ua[2]))
+            else:
+                if ua[0] == "kw":
+                    return None
+                pairs.append((sa, ua))
+        anchor = site.anchor
+        x = None
+        for sv, uv in pairs:
+            if uv is None:
+                return None
+            if not _mentions(sv, anchor):
+                if sv != uv:
+                    return None
+                continue
+            if sv[0] != anchor:
+                return None  # anchor inside a nested call: not unified
+            suffix = sv[1:]
+            if len(uv) < len(suffix) + 1:
+                return None
+            prefix = uv[: len(uv) - len(suffix)] if suffix else uv
+            if suffix and uv[len(uv) - len(suffix) :] != suffix:
+                # the use may spell the value through an alias that folds differently
+                return None
+            if x is None:
+                x = prefix
+            elif x != prefix:
+                return None
+        if x is None:
+            # nothing in the call names the anchor (e.g. `self.tp_size =
+            # get_world_size()`): the attribute is a snapshot of global state,
+            # meaningful to read only on the object that took it
+            x = self._find_anchor(site, ctx)
+            if x is None:
+                return None
+        xt = p.type_of(x)
+        if xt is None or site.anchor_type is None or not p.is_subclass(xt, site.anchor_type):
+            return None
+        # the use must not be the fill of the same attribute (e.g. another branch)
+        target_at_use = x
+        for a in site.target[1:]:
+            target_at_use = p._attr(target_at_use, a, 0)
+        if c.assigned_to is not None and p.canon(c.assigned_to, ctx) == target_at_use:
+            return None
+        # inside the fill's own function, only reads after the fill qualify
+        if g is site.function and c.line <= site.call.line:
+            return None
+        reasons: list[str] = []
+        notes: list[str] = []
+        # guards
+        use_atoms = guard_atoms(c.guard, ctx, p)
+        required = [substitute(a, anchor, x, p) for a in site.atoms]
+        left = residual(required, use_atoms)
+        texts = [self._atom_text(a, ctx, c, site, x) for a in left]
+        if left:
+            reasons.append("the fill runs only when " + " and ".join(f"`{t}`" for t in texts) + ", which is not implied here")
+        if not site.pure:
+            reasons.append(site.pure_reason)
+        if not site.in_constructor:
+            reasons.append(f"`{site.owner}` is filled in `{site.function.qualname}`, not when the object is constructed")
+        if g.name in CONSTRUCTORS and xt == g.class_qualname and g is not site.function:
+            if not self._after_super_init(site, g, c):
+                reasons.append("this read runs while the object is being constructed, possibly before the fill")
+        for w, a in self._other_writers(site):
+            if w is site.function or a.kind == "augassign":
+                # changed right after the fill (`self.vocab_size += extra`):
+                # the attribute is not the call's value, so this is no finding
+                return None
+            reasons.append(f"`{site.owner}` is also assigned in `{w.qualname}` (line {a.line})")
+        replacement = spell(target_at_use, ctx, p, c.line, c.guard)
+        if replacement is None:
+            notes.append(f"no access path to `{site.owner}` is in scope here")
+        return Use(site, g, c, x, replacement, left, texts, reasons, notes)
+
+    def _find_anchor(self, site: CacheSite, ctx) -> Value | None:
+        p = self.program
+        if ctx.self_name and ctx.self_class and site.anchor_type and p.is_subclass(ctx.self_class, site.anchor_type):
+            return (("s", ctx.self_class),)
+        return None
+
+    def _after_super_init(self, site: CacheSite, g: FunctionInfo, c: CallSite) -> bool:
+        """In a subclass constructor, after ``super().__init__()`` ran the base's fill."""
+        base = site.function.class_qualname
+        if not site.in_constructor or base is None or g.class_qualname is None:
+            return False
+        if g.class_qualname == base or not self.program.is_subclass(g.class_qualname, base):
+            return False
+        for sc in g.calls:
+            f = sc.func
+            if (
+                sc.line < c.line
+                and not sc.guard
+                and f[0] == "attr"
+                and f[2] in CONSTRUCTORS
+                and f[1][0] == "call"
+                and f[1][1] == ("name", "super")
+            ):
+                return True
+        return False
+
+    def _other_writers(self, site: CacheSite) -> list:
+        """Assignments to the cached attribute besides the fill and the owner's constructors."""
+        p = self.program
+        out = []
+        holder_type = site.holder_type
+        for f, a in p.writers(site.attr):
+            if f is site.function and site.call.stmt_line <= a.line <= site.call.end_line:
+                continue  # the fill statement itself
+            if (
+                len(site.target) > 2
+                and f.name in CONSTRUCTORS
+                and holder_type is not None
+                and f.class_qualname
+                and p.is_subclass(holder_type, f.class_qualname)
+                and a.target[1] == ("name", f.self_name)
+            ):
+                # the holder (a distinct object, e.g. SchedulerConfig) setting
+                # its own default before it is handed to the filler
+                continue
+            ctx = p.context(f)
+            recv = p.canon(a.target[1], ctx)
+            rt = p.type_of(recv) if recv is not None else None
+            if rt is None:
+                continue  # cannot tell; do not guess
+            if holder_type is not None and (p.is_subclass(rt, holder_type) or p.is_subclass(holder_type, rt)):
+                if f is site.function and any(
+                    s.function is f and s.call.line == a.line for s in self.by_name.get(_last(site.call) or "", [])
+                ):
+                    continue  # another branch of the same fill with the same call
+                out.append((f, a))
+        return out
+
+    def _atom_text(self, atom: Atom, ctx, c: CallSite, site: CacheSite, x) -> str:
+        p = self.program
+        key = atom.key
+
+        def sp(v):
+            return spell(v, ctx, p, c.line, c.guard) if v is not None else None
+
+        if key[0] == "truthy":
+            s = sp(key[1])
+            if s is not None:
+                return s if atom.positive else f"not {s}"
+        elif key[0] == "isnone":
+            s = sp(key[1])
+            if s is not None:
+                return f"{s} is None" if atom.positive else f"{s} is not None"
+        elif key[0] == "cmp":
+            left, right = sp(key[2]), sp(key[3])
+            if left is not None and right is not None:
+                s = f"{left} {key[1]} {right}"
+                return s if atom.positive else f"not ({s})"
+        t = atom.text
+        return (t if atom.positive else f"not {t}") + f" (in {site.function.qualname})"
+
+
+def _rank(u: Use) -> tuple:
+    return (len(u.reasons), len(u.residual), u.replacement is None)

@@ -1,0 +1,156 @@
+"""The command line: a thin layer over :mod:`cachelint.api`.
+
+    cachelint check [PATHS] [--fix] [--unsafe-fixes] [--diff] ...
+    cachelint explain CODE
+    cachelint rules
+
+``cachelint PATHS --fix`` is short for ``cachelint check PATHS --fix``.
+Exit codes follow ruff: 0 no findings, 1 findings (or, with ``--diff``,
+changes), 2 usage, configuration or internal error. argparse, not click: a
+pre-commit hook starts this on every commit, so imports stay light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import __version__
+
+COMMANDS = ("check", "explain", "rules", "version")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cachelint", description="Find and remove expensive work on hot paths.")
+    p.add_argument("--version", action="version", version=f"cachelint {__version__}")
+    sub = p.add_subparsers(dest="command")
+
+    c = sub.add_parser("check", help="check paths (default command)")
+    c.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    c.add_argument("--fix", action="store_true", help="apply fixes")
+    c.add_argument("--unsafe-fixes", action="store_true", default=None, help="include unsafe fixes")
+    c.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="never apply unsafe fixes")
+    c.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them")
+    c.add_argument("--select", default=None, help="comma-separated rule codes or prefixes")
+    c.add_argument("--ignore", default=None, help="comma-separated rule codes or prefixes to skip")
+    c.add_argument("--extend-select", default=None, help=argparse.SUPPRESS)
+    c.add_argument("--output-format", choices=("text", "json"), default="text")
+    c.add_argument("--statistics", action="store_true", help="count findings per rule")
+    c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    c.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
+    c.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
+    c.add_argument("--no-chain", action="store_true", help="text output: omit hot-path chains")
+    c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
+    c.add_argument("--jobs", "-j", type=int, default=None, help="worker processes for indexing")
+
+    e = sub.add_parser("explain", help="print a rule's documentation")
+    e.add_argument("code")
+    sub.add_parser("rules", help="list the rules")
+    sub.add_parser("version", help="print the version")
+    return p
+
+
+def _split(s: str | None) -> tuple[str, ...] | None:
+    if s is None:
+        return None
+    return tuple(x.strip().upper() for x in s.split(",") if x.strip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["check"] + argv
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # argparse: 2 on usage errors, 0 for --help
+        return int(e.code or 0)
+    try:
+        if args.command == "explain":
+            return _explain(args.code)
+        if args.command == "rules":
+            return _rules()
+        if args.command == "version":
+            print(f"cachelint {__version__}")
+            return 0
+        return _check(args)
+    except KeyboardInterrupt:
+        print("cachelint: interrupted", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 1
+
+
+def _explain(code: str) -> int:
+    from .rules import BY_CODE
+
+    rule = BY_CODE.get(code.upper())
+    if rule is None:
+        print(f"cachelint: unknown rule `{code}` (known: {', '.join(BY_CODE)})", file=sys.stderr)
+        return 2
+    print(rule.documentation(), end="")
+    return 0
+
+
+def _rules() -> int:
+    from .rules import ALL_RULES
+
+    for r in ALL_RULES:
+        print(f"{r.code}  {r.name:<30} fix: {r.fix_availability:<9} {r.summary}")
+    return 0
+
+
+def _check(args) -> int:
+    from .api import check
+    from .config import Config, ConfigError, find_config, load_config_file
+    from .report import statistics, summary, to_json, to_text
+    from .rules import UnknownRuleError
+
+    try:
+        if args.config:
+            cfg = load_config_file(Path(args.config))
+        else:
+            found = find_config(Path(args.paths[0]) if args.paths else Path.cwd())
+            cfg = load_config_file(found) if found else Config()
+        select = _split(args.select)
+        if args.extend_select:
+            select = (select or cfg.select) + _split(args.extend_select)
+        cfg = cfg.with_overrides(select=select, ignore=_split(args.ignore), preset=args.preset)
+        fix = args.fix or args.diff
+        result = check(
+            args.paths,
+            cfg,
+            fix=fix,
+            unsafe_fixes=args.unsafe_fixes,
+            write=not args.diff,
+            jobs=args.jobs,
+        )
+    except (ConfigError, UnknownRuleError) as e:
+        print(f"cachelint: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    unsafe = bool(args.unsafe_fixes if args.unsafe_fixes is not None else result.config.unsafe_fixes)
+    out = sys.stdout
+    for err in result.errors:
+        print(f"cachelint: warning: {err}", file=sys.stderr)
+    if args.diff:
+        for ff in result.file_fixes:
+            out.write(ff.diff())
+        n = sum(len(ff.findings) for ff in result.file_fixes)
+        if not args.quiet:
+            print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
+        return 1 if result.file_fixes and not args.exit_zero else 0
+    findings = result.findings
+    if args.output_format == "json":
+        out.write(to_json(findings))
+    elif args.statistics:
+        out.write(statistics(findings, unsafe))
+    else:
+        out.write(to_text(findings, unsafe, show_chain=not args.no_chain))
+        if not args.quiet:
+            out.write(summary(findings, len(result.fixed), unsafe))
+    if args.exit_zero:
+        return 0
+    return 1 if findings else 0

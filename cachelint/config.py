@@ -1,0 +1,240 @@
+"""Configuration: ``[tool.cachelint]`` in ``pyproject.toml`` plus presets.
+
+Presets are data files in ``cachelint/presets/``: ``python`` (generic
+expensive calls, always on) and ``vllm`` (hot roots and vLLM's expensive calls,
+on when the analysed tree contains a ``vllm`` package, or with
+``preset = "vllm"`` / ``--preset vllm``). Users replace the lists with
+``hot-roots`` / ``expensive-calls`` or add to them with ``extend-hot-roots`` /
+``extend-expensive-calls``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10
+    import tomli as tomllib
+
+PRESET_DIR = Path(__file__).parent / "presets"
+KINDS = ("per-token", "per-step", "per-layer", "per-request", "per-batch", "once")
+
+
+class ConfigError(Exception):
+    """A configuration problem the user must fix (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class HotRoot:
+    pattern: str
+    kind: str = "per-step"
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    pattern: str
+    kind: str = "expensive"
+    pure: bool = False
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    preset: str = "auto"  # auto | none | comma-separated names
+    hot_roots: tuple[HotRoot, ...] | None = None  # None: from presets
+    extend_hot_roots: tuple[HotRoot, ...] = ()
+    expensive_calls: tuple[CatalogEntry, ...] | None = None
+    extend_expensive_calls: tuple[CatalogEntry, ...] = ()
+    pure_calls: tuple[str, ...] = ()
+    unsafe_fixes: bool = False
+    source: str | None = None  # the file it came from
+    # resolved later by `resolve_presets`
+    active_presets: tuple[str, ...] = ()
+    roots: tuple[HotRoot, ...] = ()
+    catalog: tuple[CatalogEntry, ...] = field(default=())
+
+    def with_overrides(self, **kw) -> Config:
+        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+
+_KEYS = {
+    "select",
+    "ignore",
+    "exclude",
+    "extend-exclude",
+    "respect-gitignore",
+    "preset",
+    "hot-roots",
+    "extend-hot-roots",
+    "expensive-calls",
+    "extend-expensive-calls",
+    "pure-calls",
+    "unsafe-fixes",
+}
+
+
+def _str_list(d: dict, key: str, where: str) -> tuple[str, ...]:
+    v = d.get(key, [])
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings")
+    return tuple(v)
+
+
+def _roots(v, where: str, key: str) -> tuple[HotRoot, ...]:
+    if not isinstance(v, list):
+        raise ConfigError(f"{where}: `{key}` must be a list")
+    out = []
+    for item in v:
+        if isinstance(item, str):
+            out.append(HotRoot(item))
+        elif isinstance(item, dict) and isinstance(item.get("pattern"), str):
+            kind = item.get("kind", "per-step")
+            if kind not in KINDS:
+                raise ConfigError(f"{where}: `{key}` kind {kind!r} is not one of {', '.join(KINDS)}")
+            out.append(HotRoot(item["pattern"], kind, str(item.get("why", ""))))
+        else:
+            raise ConfigError(f"{where}: `{key}` entries must be strings or tables with a `pattern`")
+    return tuple(out)
+
+
+def _catalog(v, where: str, key: str) -> tuple[CatalogEntry, ...]:
+    if not isinstance(v, list):
+        raise ConfigError(f"{where}: `{key}` must be a list")
+    out = []
+    for item in v:
+        if isinstance(item, str):
+            out.append(CatalogEntry(item))
+        elif isinstance(item, dict) and isinstance(item.get("pattern"), str):
+            out.append(
+                CatalogEntry(item["pattern"], str(item.get("kind", "expensive")), bool(item.get("pure", False)), str(item.get("why", "")))
+            )
+        else:
+            raise ConfigError(f"{where}: `{key}` entries must be strings or tables with a `pattern`")
+    return tuple(out)
+
+
+def parse_table(t: dict, where: str) -> Config:
+    unknown = sorted(set(t) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) in [tool.cachelint]: {', '.join(unknown)}")
+    kw: dict = {"source": where}
+    kw["select"] = tuple(c.upper() for c in _str_list(t, "select", where))
+    kw["ignore"] = tuple(c.upper() for c in _str_list(t, "ignore", where))
+    kw["exclude"] = _str_list(t, "exclude", where) + _str_list(t, "extend-exclude", where)
+    if "respect-gitignore" in t:
+        kw["respect_gitignore"] = bool(t["respect-gitignore"])
+    if "preset" in t:
+        p = t["preset"]
+        if isinstance(p, list):
+            p = ",".join(p)
+        if not isinstance(p, str):
+            raise ConfigError(f"{where}: `preset` must be a string")
+        kw["preset"] = p
+    if "hot-roots" in t:
+        kw["hot_roots"] = _roots(t["hot-roots"], where, "hot-roots")
+    if "extend-hot-roots" in t:
+        kw["extend_hot_roots"] = _roots(t["extend-hot-roots"], where, "extend-hot-roots")
+    if "expensive-calls" in t:
+        kw["expensive_calls"] = _catalog(t["expensive-calls"], where, "expensive-calls")
+    if "extend-expensive-calls" in t:
+        kw["extend_expensive_calls"] = _catalog(t["extend-expensive-calls"], where, "extend-expensive-calls")
+    kw["pure_calls"] = _str_list(t, "pure-calls", where)
+    if "unsafe-fixes" in t:
+        kw["unsafe_fixes"] = bool(t["unsafe-fixes"])
+    return Config(**kw)
+
+
+def load_config_file(path: Path) -> Config:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such configuration file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("cachelint", {})
+    else:  # a dedicated cachelint.toml / .cachelint.toml
+        table = data.get("tool", {}).get("cachelint", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.cachelint] must be a table")
+    return parse_table(table, str(path))
+
+
+def find_config(start: Path) -> Path | None:
+    """Nearest ``pyproject.toml`` with a ``[tool.cachelint]`` table, or a cachelint.toml."""
+    start = start.resolve()
+    if start.is_file():
+        start = start.parent
+    for d in (start, *start.parents):
+        for name in ("cachelint.toml", ".cachelint.toml"):
+            if (d / name).is_file():
+                return d / name
+        pp = d / "pyproject.toml"
+        if pp.is_file():
+            try:
+                text = pp.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if "[tool.cachelint" in text:
+                return pp
+    return None
+
+
+def load_preset(name: str) -> dict:
+    path = PRESET_DIR / f"{name}.toml"
+    if not path.is_file():
+        available = sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+        raise ConfigError(f"unknown preset {name!r} (available: {', '.join(available)})")
+    with path.open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def available_presets() -> list[str]:
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+
+
+def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
+    """Pick the presets and merge them with the user's lists."""
+    names: list[str] = ["python"]
+    if cfg.preset == "none":
+        names = []
+    elif cfg.preset == "auto":
+        for n in available_presets():
+            if n == "python":
+                continue
+            data = load_preset(n)
+            detect = data.get("preset", {}).get("detect", [])
+            if any(d in top_level_packages for d in detect):
+                names.append(n)
+    else:
+        for n in cfg.preset.split(","):
+            n = n.strip()
+            if n and n not in names:
+                load_preset(n)  # validates
+                names.append(n)
+    roots: list[HotRoot] = []
+    catalog: list[CatalogEntry] = []
+    for n in names:
+        data = load_preset(n)
+        roots.extend(_roots(data.get("hot-roots", []), f"preset {n}", "hot-roots"))
+        catalog.extend(_catalog(data.get("expensive-calls", []), f"preset {n}", "expensive-calls"))
+    if cfg.hot_roots is not None:
+        roots = list(cfg.hot_roots)
+    if cfg.expensive_calls is not None:
+        catalog = list(cfg.expensive_calls)
+    roots.extend(cfg.extend_hot_roots)
+    catalog.extend(cfg.extend_expensive_calls)
+    catalog.extend(CatalogEntry(p, "declared-pure", True, "declared pure in configuration") for p in cfg.pure_calls)
+    return replace(cfg, active_presets=tuple(names), roots=tuple(roots), catalog=tuple(catalog))

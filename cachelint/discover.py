@@ -1,0 +1,265 @@
+"""Stage 1: discover the Python files to analyse.
+
+Walks the given paths, honours ``.gitignore`` files (the root's and nested
+ones, with git's pattern semantics for the common cases: anchored patterns,
+``**``, trailing ``/`` for directories and ``!`` negation) and the configured
+``exclude`` globs, and derives each file's dotted module name from the package
+layout (a directory is a package level while it holds ``__init__.py``).
+Explicitly named files are always included, as ruff does.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # as given / relative to the CWD when possible
+    module: str  # dotted module name ("" when it cannot be derived)
+    is_package: bool  # an __init__.py
+
+
+class _IgnoreRule:
+    __slots__ = ("negate", "dir_only", "regex")
+
+    def __init__(self, pattern: str) -> None:
+        self.negate = pattern.startswith("!")
+        if self.negate:
+            pattern = pattern[1:]
+        self.dir_only = pattern.endswith("/")
+        pattern = pattern.rstrip("/")
+        anchored = "/" in pattern
+        pattern = pattern.lstrip("/")
+        self.regex = re.compile(_glob_to_regex(pattern, anchored))
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        if self.dir_only and not is_dir:
+            return False
+        return self.regex.match(rel) is not None
+
+
+def _glob_to_regex(pattern: str, anchored: bool) -> str:
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("/.*")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pattern.find("]", i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : j].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body + "]")
+                i = j
+        elif c == "\\" and i + 1 < len(pattern):
+            i += 1
+            out.append(re.escape(pattern[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    prefix = "" if anchored else "(?:.*/)?"
+    return "^" + prefix + "".join(out) + "$"
+
+
+class GitIgnore:
+    """The ignore rules of one directory's ``.gitignore``."""
+
+    def __init__(self, base: Path, rules: list[_IgnoreRule]) -> None:
+        self.base = base
+        self.rules = rules
+
+    @classmethod
+    def load(cls, directory: Path) -> GitIgnore | None:
+        f = directory / ".gitignore"
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        rules = []
+        for raw in text.splitlines():
+            line = raw.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            rules.append(_IgnoreRule(line))
+        return cls(directory, rules) if rules else None
+
+    def decision(self, path: Path, is_dir: bool) -> bool | None:
+        """True: ignored, False: re-included, None: no rule says."""
+        try:
+            rel = path.relative_to(self.base).as_posix()
+        except ValueError:
+            return None
+        result = None
+        for rule in self.rules:
+            if rule.matches(rel, is_dir):
+                result = not rule.negate
+        return result
+
+
+def _find_repo_root(start: Path) -> Path | None:
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def module_name_for(path: Path) -> tuple[str, bool]:
+    """Dotted module name from the package layout: climb while ``__init__.py``."""
+    path = path.resolve()
+    is_package = path.name == "__init__.py"
+    parts = [] if is_package else [path.stem]
+    d = path.parent
+    while (d / "__init__.py").exists():
+        parts.append(d.name)
+        if d.parent == d:
+            break
+        d = d.parent
+    parts.reverse()
+    name = ".".join(p for p in parts if p)
+    if not all(p.isidentifier() for p in parts):
+        # e.g. a directory called "my-scripts": keep a readable, unique name
+        name = ".".join(parts)
+    return name, is_package
+
+
+def _display(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # other drive on Windows
+        return str(path)
+
+
+def discover(
+    paths: list[str],
+    *,
+    exclude: tuple[str, ...] = (),
+    respect_gitignore: bool = True,
+) -> list[SourceFile]:
+    """Every ``.py``/``.pyi``-less Python source under ``paths``, sorted, unique."""
+    excl = tuple(DEFAULT_EXCLUDE) + tuple(exclude)
+    seen: set[Path] = set()
+    out: list[SourceFile] = []
+
+    def excluded(p: Path) -> bool:
+        name = p.name
+        s = p.as_posix()
+        for pat in excl:
+            if fnmatch.fnmatchcase(name, pat) or fnmatch.fnmatchcase(s, pat) or fnmatch.fnmatchcase(
+                s, "*/" + pat.lstrip("/")
+            ):
+                return True
+        return False
+
+    def add(p: Path) -> None:
+        rp = p.resolve()
+        if rp in seen:
+            return
+        seen.add(rp)
+        module, is_pkg = module_name_for(p)
+        out.append(SourceFile(_display(p), module, is_pkg))
+
+    for given in paths:
+        root = Path(given)
+        if not root.exists():
+            raise FileNotFoundError(given)
+        if root.is_file():
+            add(root)  # explicitly named: always included
+            continue
+        stack_ignores: list[GitIgnore] = []
+        if respect_gitignore:
+            repo = _find_repo_root(root.resolve())
+            if repo is not None:
+                # .gitignore files between the repo root and the given dir
+                d = root.resolve()
+                chain = [d, *d.parents]
+                for anc in reversed(chain):
+                    if repo in (anc, *anc.parents):
+                        gi = GitIgnore.load(anc)
+                        if gi:
+                            stack_ignores.append(gi)
+        _walk(root, stack_ignores, respect_gitignore, excluded, add, set())
+    out.sort(key=lambda f: f.path)
+    return out
+
+
+def _is_ignored(path: Path, is_dir: bool, ignores: list[GitIgnore]) -> bool:
+    result = False
+    for gi in ignores:
+        d = gi.decision(path.resolve() if not path.is_absolute() else path, is_dir)
+        if d is not None:
+            result = d
+    return result
+
+
+def _walk(directory, ignores, respect_gitignore, excluded, add, visiting: set) -> None:
+    try:
+        real = directory.resolve()
+    except OSError:
+        return
+    if real in visiting:  # symlink loop
+        return
+    visiting = visiting | {real}
+    if respect_gitignore:
+        gi = GitIgnore.load(directory)
+        if gi and (not ignores or ignores[-1].base != gi.base.resolve()):
+            gi.base = gi.base.resolve()
+            ignores = ignores + [gi]
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        p = Path(entry.path)
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            continue
+        if excluded(p):
+            continue
+        if respect_gitignore and ignores and _is_ignored(p.resolve(), is_dir, ignores):
+            continue
+        if is_dir:
+            _walk(p, ignores, respect_gitignore, excluded, add, visiting)
+        elif entry.name.endswith(".py"):
+            add(p)

@@ -1,0 +1,781 @@
+"""Stage 2: index each file with the standard library's ``ast``.
+
+One pass per file produces a :class:`FileIndex` of plain tuples and
+dataclasses (picklable, cacheable): the imports and module-level bindings, the
+classes with their bases and fields, and every function (nested ones too, named
+the way ``__qualname__`` names them) with its parameters, its assignments and
+its calls, each call and assignment carrying the guard it sits under.
+
+Expressions are stored as small tuples, not AST nodes:
+
+    ("name", id)                       ("attr", base, attr)
+    ("call", func, args, kwargs)       ("const", value)
+    ("sub", base, index)               ("tuple", elts)
+    ("not", e)  ("and", es)  ("or", es)  ("cmp", ops, left, rights)
+    ("?",)                              anything else
+
+A guard is a tuple of ``(condition, polarity)`` pairs: the enclosing ``if`` /
+``elif`` / ``else`` / ``while`` tests, the negation of earlier ``if`` tests
+whose body always exits (``return``/``raise``/``continue``/``break``), earlier
+``assert`` tests, and ``a and f()`` / ``f() if a else g()`` inside expressions.
+
+LibCST is far slower (see the README); it is used only on files that get a
+fix. Columns here are converted from ``ast``'s UTF-8 byte offsets to character
+offsets, the unit LibCST and editors use.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+import warnings
+from dataclasses import dataclass, field
+
+Expr = tuple
+Guard = tuple  # tuple[tuple[Expr, bool], ...]
+UNKNOWN: Expr = ("?",)
+
+_SUPPRESS_RE = re.compile(
+    r"#\s*(?:cachelint\s*:\s*ignore(?:\[(?P<c1>[A-Za-z0-9_,\s]*)\])?|noqa(?::\s*(?P<c2>[A-Za-z0-9_,\s]*[A-Za-z0-9]))?)",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Param:
+    name: str
+    annotation: Expr | None
+    default: Expr | None
+    kind: str  # "pos", "vararg", "kwonly", "kwarg"
+
+
+@dataclass
+class Assign:
+    target: Expr  # ("name", x) or ("attr", ...) or ("sub", ...) or ("?",)
+    value: Expr  # UNKNOWN for augmented, for-loop and unpacking targets
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    guard: Guard
+    in_loop: bool
+    kind: str = "assign"  # assign | annassign | augassign | for | with | walrus | unpack | del
+
+
+@dataclass
+class CallSite:
+    func: Expr
+    args: tuple
+    kwargs: tuple  # ((name, expr), ...); name None for **kwargs
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    guard: Guard
+    in_loop: bool
+    stmt_line: int  # first line of the enclosing statement
+    # the call is the whole right-hand side of an assignment to this target
+    assigned_to: Expr | None = None
+
+
+@dataclass
+class FunctionInfo:
+    qualname: str  # module-qualified, e.g. pkg.mod.Class.method, pkg.mod.f.<locals>.g
+    name: str
+    module: str
+    path: str
+    class_qualname: str | None  # directly enclosing class
+    parent_function: str | None  # directly enclosing function
+    line: int
+    end_line: int
+    column: int
+    params: list[Param]
+    decorators: list[Expr]
+    is_async: bool
+    assigns: list[Assign] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    returns: list[Expr] = field(default_factory=list)
+    nested: dict = field(default_factory=dict)  # local name -> qualname of nested def/class
+    global_names: tuple = ()
+    returns_annotation: Expr | None = None
+    under_type_checking: bool = False
+
+    @property
+    def self_name(self) -> str | None:
+        """Name of the instance parameter, for plain methods."""
+        if self.class_qualname is None or not self.params:
+            return None
+        for d in self.decorators:
+            if _last_name(d) in ("staticmethod", "classmethod"):
+                return None
+        p = self.params[0]
+        return p.name if p.kind == "pos" else None
+
+
+@dataclass
+class ClassInfo:
+    qualname: str
+    name: str
+    module: str
+    path: str
+    line: int
+    end_line: int
+    bases: list[Expr]
+    decorators: list[Expr]
+    fields: dict  # class-level annotated names -> annotation
+    class_attrs: dict  # class-level assigned names -> value
+    methods: dict  # name -> function qualname
+    parent_function: str | None
+
+
+@dataclass
+class FileIndex:
+    path: str
+    module: str
+    is_package: bool
+    error: tuple | None = None  # (message, line, column) if unreadable / unparsable
+    imports: dict = field(default_factory=dict)  # local name -> qualified target
+    module_imports: set = field(default_factory=set)  # local names bound to modules by `import x`
+    star_imports: list = field(default_factory=list)
+    globals: dict = field(default_factory=dict)  # name -> value Expr (None if rebound)
+    global_annotations: dict = field(default_factory=dict)
+    defs: dict = field(default_factory=dict)  # module-level def/class name -> qualname
+    classes: list = field(default_factory=list)
+    functions: list = field(default_factory=list)
+    module_calls: list = field(default_factory=list)  # calls at module level
+    module_assigns: list = field(default_factory=list)
+    suppressions: dict = field(default_factory=dict)  # line -> frozenset(codes) | None (all)
+    all_names: tuple | None = None  # __all__ if literal
+    n_lines: int = 0
+
+
+def _last_name(e: Expr) -> str | None:
+    if e[0] == "name":
+        return e[1]
+    if e[0] == "attr":
+        return e[2]
+    if e[0] == "call":
+        return _last_name(e[1])
+    return None
+
+
+def dotted(e: Expr) -> str | None:
+    """``a.b.c`` for a name/attribute chain, else None."""
+    parts = []
+    while e[0] == "attr":
+        parts.append(e[2])
+        e = e[1]
+    if e[0] != "name":
+        return None
+    parts.append(e[1])
+    return ".".join(reversed(parts))
+
+
+def render(e: Expr) -> str:
+    """Source-like text of an indexed expression (for messages)."""
+    k = e[0]
+    if k == "name":
+        return e[1]
+    if k == "attr":
+        return f"{render(e[1])}.{e[2]}"
+    if k == "call":
+        args = [render(a) for a in e[2]] + [
+            (f"{n}={render(v)}" if n else f"**{render(v)}") for n, v in e[3]
+        ]
+        return f"{render(e[1])}({', '.join(args)})"
+    if k == "const":
+        return repr(e[1])
+    if k == "sub":
+        return f"{render(e[1])}[{render(e[2])}]"
+    if k == "tuple":
+        return "(" + ", ".join(render(x) for x in e[1]) + ("," if len(e[1]) == 1 else "") + ")"
+    if k == "not":
+        return f"not {render(e[1])}"
+    if k in ("and", "or"):
+        return f" {k} ".join(_paren(x) for x in e[1])
+    if k == "cmp":
+        s = _paren(e[2])
+        for op, r in zip(e[1], e[3]):
+            s += f" {op} {_paren(r)}"
+        return s
+    return "..."
+
+
+def _paren(e: Expr) -> str:
+    s = render(e)
+    return f"({s})" if e[0] in ("and", "or", "not", "cmp") else s
+
+
+_CMP = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
+
+
+def conv(node: ast.AST, depth: int = 0) -> Expr:
+    """AST expression -> tuple form (bounded depth)."""
+    if depth > 12:
+        return UNKNOWN
+    t = type(node)
+    if t is ast.Name:
+        return ("name", node.id)
+    if t is ast.Attribute:
+        return ("attr", conv(node.value, depth + 1), node.attr)
+    if t is ast.Call:
+        args = tuple(UNKNOWN if type(a) is ast.Starred else conv(a, depth + 1) for a in node.args)
+        kwargs = tuple((k.arg, conv(k.value, depth + 1)) for k in node.keywords)
+        return ("call", conv(node.func, depth + 1), args, kwargs)
+    if t is ast.Constant:
+        v = node.value
+        if isinstance(v, (str, int, float, bool, bytes)) or v is None or v is Ellipsis:
+            return ("const", v)
+        return UNKNOWN
+    if t is ast.Subscript:
+        return ("sub", conv(node.value, depth + 1), conv(node.slice, depth + 1))
+    if t is ast.Tuple:
+        return ("tuple", tuple(conv(x, depth + 1) for x in node.elts))
+    if t is ast.UnaryOp and type(node.op) is ast.Not:
+        return ("not", conv(node.operand, depth + 1))
+    if t is ast.BoolOp:
+        return ("and" if type(node.op) is ast.And else "or", tuple(conv(v, depth + 1) for v in node.values))
+    if t is ast.Compare:
+        ops = tuple(_CMP.get(type(o), "?") for o in node.ops)
+        return ("cmp", ops, conv(node.left, depth + 1), tuple(conv(c, depth + 1) for c in node.comparators))
+    if t is ast.BinOp and type(node.op) is ast.BitOr:  # X | None annotations
+        return ("or", (conv(node.left, depth + 1), conv(node.right, depth + 1)))
+    return UNKNOWN
+
+
+def parse_suppressions(source: str) -> dict:
+    """line -> frozenset of codes, or None for a bare ``noqa`` / ``ignore``.
+
+    A line scan, not a tokenizer pass (tokenizing vLLM costs seconds): a
+    marker counts when the ``#`` before it is outside string quotes on its line.
+    """
+    out: dict = {}
+    if "noqa" not in source and "cachelint" not in source:
+        return out
+    for lineno, text in enumerate(source.splitlines(), 1):
+        if "#" not in text or ("noqa" not in text and "cachelint" not in text):
+            continue
+        for m in _SUPPRESS_RE.finditer(text):
+            if _in_string(text, m.start()):
+                continue
+            codes = m.group("c1") if m.group("c1") is not None else m.group("c2")
+            if codes is None or not codes.strip():
+                out[lineno] = None
+            else:
+                cs = frozenset(c.strip().upper() for c in codes.split(",") if c.strip())
+                prev = out.get(lineno, frozenset())
+                out[lineno] = None if prev is None else prev | cs
+    return out
+
+
+def _in_string(text: str, pos: int) -> bool:
+    quote = None
+    i = 0
+    while i < pos:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c == "#":
+            return False  # an earlier comment start
+        i += 1
+    return quote is not None
+
+
+class _ColumnMap:
+    """ast byte offsets -> character offsets, only for non-ASCII lines."""
+
+    def __init__(self, source: str) -> None:
+        self.ascii = source.isascii()
+        self.lines = None if self.ascii else source.splitlines(keepends=True)
+
+    def col(self, line: int, byte_col: int) -> int:
+        if self.ascii or byte_col <= 0:
+            return byte_col
+        try:
+            text = self.lines[line - 1]
+        except (IndexError, TypeError):
+            return byte_col
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def _always_exits(body: list) -> bool:
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, _EXITS):
+        return True
+    if isinstance(last, ast.If):
+        return _always_exits(last.body) and _always_exits(last.orelse)
+    return False
+
+
+def _is_type_checking(test: ast.AST) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+class _Indexer:
+    def __init__(self, fi: FileIndex, cols: _ColumnMap) -> None:
+        self.fi = fi
+        self.cols = cols
+
+    # ----- module level -------------------------------------------------
+    def module(self, tree: ast.Module) -> None:
+        fi = self.fi
+        for stmt in tree.body:
+            self._module_stmt(stmt, (), False)
+
+    def _module_stmt(self, stmt: ast.stmt, guard: Guard, type_checking: bool) -> None:
+        fi = self.fi
+        t = type(stmt)
+        if t in (ast.Import, ast.ImportFrom):
+            self._import(stmt)
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+            qn = f"{fi.module}.{stmt.name}" if fi.module else stmt.name
+            fi.defs[stmt.name] = qn
+            self._function(stmt, qn, None, None, type_checking)
+        elif t is ast.ClassDef:
+            qn = f"{fi.module}.{stmt.name}" if fi.module else stmt.name
+            fi.defs[stmt.name] = qn
+            self._class(stmt, qn, None, type_checking)
+        elif t is ast.If:
+            tc = type_checking or _is_type_checking(stmt.test)
+            g = guard + ((conv(stmt.test), True),)
+            for s in stmt.body:
+                self._module_stmt(s, g, tc)
+            g2 = guard + ((conv(stmt.test), False),)
+            for s in stmt.orelse:
+                self._module_stmt(s, g2, type_checking)
+        elif t is ast.Try or (hasattr(ast, "TryStar") and t is getattr(ast, "TryStar")):
+            for s in stmt.body:
+                self._module_stmt(s, guard, type_checking)
+            for h in stmt.handlers:
+                for s in h.body:
+                    self._module_stmt(s, guard, type_checking)
+            for s in stmt.orelse + stmt.finalbody:
+                self._module_stmt(s, guard, type_checking)
+        else:
+            if t is ast.Assign:
+                for tgt in stmt.targets:
+                    self._module_bind(tgt, stmt.value)
+                    if isinstance(tgt, ast.Name) and tgt.id == "__all__":
+                        self._all(stmt.value)
+            elif t is ast.AnnAssign and isinstance(stmt.target, ast.Name):
+                fi.global_annotations[stmt.target.id] = conv(stmt.annotation)
+                if stmt.value is not None:
+                    self._module_bind(stmt.target, stmt.value)
+            elif t is ast.AugAssign and isinstance(stmt.target, ast.Name):
+                fi.globals[stmt.target.id] = None
+            # module-level calls and assignments (for cache sites on globals)
+            fn = _FunctionBodyIndexer(self, None)
+            fn.stmt(stmt, guard, False)
+            fi.module_calls.extend(fn.calls)
+            fi.module_assigns.extend(fn.assigns)
+
+    def _all(self, value: ast.AST) -> None:
+        if isinstance(value, (ast.List, ast.Tuple)):
+            names = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            self.fi.all_names = tuple(names)
+
+    def _module_bind(self, tgt: ast.AST, value: ast.AST) -> None:
+        g = self.fi.globals
+        if isinstance(tgt, ast.Name):
+            g[tgt.id] = None if tgt.id in g else conv(value)
+        elif isinstance(tgt, (ast.Tuple, ast.List)):
+            for e in tgt.elts:
+                if isinstance(e, ast.Name):
+                    g[e.id] = None
+
+    def _import(self, stmt) -> None:
+        fi = self.fi
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.asname:
+                    fi.imports[a.asname] = a.name
+                    fi.module_imports.add(a.asname)
+                else:
+                    top = a.name.split(".")[0]
+                    fi.imports[top] = top
+                    fi.module_imports.add(top)
+            return
+        base = stmt.module or ""
+        if stmt.level:
+            pkg = fi.module.split(".") if fi.module else []
+            if not fi.is_package:
+                pkg = pkg[:-1]
+            up = stmt.level - 1
+            if up:
+                pkg = pkg[: len(pkg) - up] if up <= len(pkg) else []
+            base = ".".join(pkg + ([base] if base else []))
+        for a in stmt.names:
+            if a.name == "*":
+                fi.star_imports.append(base)
+                continue
+            fi.imports[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
+
+    # ----- definitions ----------------------------------------------------
+    def _class(self, node: ast.ClassDef, qn: str, parent_fn: str | None, type_checking: bool) -> ClassInfo:
+        fi = self.fi
+        ci = ClassInfo(
+            qualname=qn,
+            name=node.name,
+            module=fi.module,
+            path=fi.path,
+            line=node.lineno,
+            end_line=getattr(node, "end_lineno", node.lineno) or node.lineno,
+            bases=[conv(b) for b in node.bases],
+            decorators=[conv(d) for d in node.decorator_list],
+            fields={},
+            class_attrs={},
+            methods={},
+            parent_function=parent_fn,
+        )
+        fi.classes.append(ci)
+        self._class_body(node.body, ci, type_checking)
+        return ci
+
+    def _class_body(self, body, ci: ClassInfo, type_checking: bool) -> None:
+        qn = ci.qualname
+        for stmt in body:
+            t = type(stmt)
+            if t in (ast.FunctionDef, ast.AsyncFunctionDef):
+                mqn = f"{qn}.{stmt.name}"
+                ci.methods[stmt.name] = mqn
+                self._function(stmt, mqn, qn, None, type_checking)
+            elif t is ast.ClassDef:
+                self._class(stmt, f"{qn}.{stmt.name}", None, type_checking)
+            elif t is ast.AnnAssign and isinstance(stmt.target, ast.Name):
+                ci.fields[stmt.target.id] = conv(stmt.annotation)
+                if stmt.value is not None:
+                    ci.class_attrs[stmt.target.id] = conv(stmt.value)
+            elif t is ast.Assign:
+                for tgt in stmt.targets:
+                    if isinstance(tgt, ast.Name):
+                        ci.class_attrs[tgt.id] = conv(stmt.value)
+            elif t is ast.If:
+                self._class_body(stmt.body, ci, type_checking or _is_type_checking(stmt.test))
+                self._class_body(stmt.orelse, ci, type_checking)
+            elif t is ast.Try:
+                self._class_body(stmt.body, ci, type_checking)
+
+    def _function(self, node, qn: str, class_qn: str | None, parent_fn: str | None, type_checking: bool) -> FunctionInfo:
+        fi = self.fi
+        a = node.args
+        params: list[Param] = []
+        pos = list(getattr(a, "posonlyargs", [])) + list(a.args)
+        defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
+        for p, d in zip(pos, defaults):
+            params.append(Param(p.arg, conv(p.annotation) if p.annotation else None, conv(d) if d else None, "pos"))
+        if a.vararg:
+            params.append(Param(a.vararg.arg, None, None, "vararg"))
+        for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            params.append(Param(p.arg, conv(p.annotation) if p.annotation else None, conv(d) if d else None, "kwonly"))
+        if a.kwarg:
+            params.append(Param(a.kwarg.arg, None, None, "kwarg"))
+        f = FunctionInfo(
+            qualname=qn,
+            name=node.name,
+            module=fi.module,
+            path=fi.path,
+            class_qualname=class_qn,
+            parent_function=parent_fn,
+            line=node.lineno,
+            end_line=getattr(node, "end_lineno", node.lineno) or node.lineno,
+            column=self.cols.col(node.lineno, node.col_offset),
+            params=params,
+            decorators=[conv(d) for d in node.decorator_list],
+            is_async=isinstance(node, ast.AsyncFunctionDef),
+            returns_annotation=conv(node.returns) if node.returns else None,
+            under_type_checking=type_checking,
+        )
+        fi.functions.append(f)
+        body = _FunctionBodyIndexer(self, f)
+        body.block(node.body, (), False)
+        f.assigns = body.assigns
+        f.calls = body.calls
+        f.returns = body.returns
+        f.global_names = tuple(body.global_names)
+        return f
+
+
+class _FunctionBodyIndexer:
+    """Walks one function body (not into nested defs, which get their own)."""
+
+    def __init__(self, indexer: _Indexer, f: FunctionInfo | None) -> None:
+        self.ix = indexer
+        self.f = f
+        self.assigns: list[Assign] = []
+        self.calls: list[CallSite] = []
+        self.returns: list[Expr] = []
+        self.global_names: list[str] = []
+
+    def _pos(self, node) -> tuple[int, int, int, int]:
+        c = self.ix.cols
+        line = node.lineno
+        end_line = getattr(node, "end_lineno", None) or line
+        return (
+            line,
+            c.col(line, node.col_offset),
+            end_line,
+            c.col(end_line, getattr(node, "end_col_offset", node.col_offset) or 0),
+        )
+
+    def block(self, body: list, guard: Guard, in_loop: bool) -> None:
+        g = guard
+        for stmt in body:
+            self.stmt(stmt, g, in_loop)
+            t = type(stmt)
+            if t is ast.If and not stmt.orelse and _always_exits(stmt.body):
+                g = g + ((conv(stmt.test), False),)
+            elif t is ast.If and stmt.orelse and _always_exits(stmt.orelse) and not _always_exits(stmt.body):
+                g = g + ((conv(stmt.test), True),)
+            elif t is ast.Assert:
+                g = g + ((conv(stmt.test), True),)
+
+    def _nested_def(self, stmt, guard) -> None:
+        f = self.f
+        if f is None:
+            return
+        qn = f"{f.qualname}.<locals>.{stmt.name}"
+        f.nested[stmt.name] = qn
+        if isinstance(stmt, ast.ClassDef):
+            ci = self.ix._class(stmt, qn, f.qualname, f.under_type_checking)
+        else:
+            self.ix._function(stmt, qn, None, f.qualname, f.under_type_checking)
+        self.assigns.append(Assign(("name", stmt.name), ("def", qn), stmt.lineno, 0, stmt.lineno, 0, guard, False, "def"))
+
+    def stmt(self, stmt: ast.stmt, guard: Guard, in_loop: bool) -> None:
+        t = type(stmt)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            for d in stmt.decorator_list:
+                self.expr(d, guard, in_loop, stmt.lineno)
+            self._nested_def(stmt, guard)
+            return
+        if t is ast.If:
+            self.expr(stmt.test, guard, in_loop, stmt.lineno)
+            test = conv(stmt.test)
+            self.block(stmt.body, guard + ((test, True),), in_loop)
+            if stmt.orelse:
+                self.block(stmt.orelse, guard + ((test, False),), in_loop)
+            return
+        if t is ast.While:
+            self.expr(stmt.test, guard, True, stmt.lineno)
+            self.block(stmt.body, guard + ((conv(stmt.test), True),), True)
+            self.block(stmt.orelse, guard, in_loop)
+            return
+        if t in (ast.For, ast.AsyncFor):
+            self.expr(stmt.iter, guard, in_loop, stmt.lineno)
+            self._bind(stmt.target, UNKNOWN, stmt, guard, True, "for")
+            self.block(stmt.body, guard, True)
+            self.block(stmt.orelse, guard, in_loop)
+            return
+        if t in (ast.With, ast.AsyncWith):
+            for item in stmt.items:
+                self.expr(item.context_expr, guard, in_loop, stmt.lineno)
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, UNKNOWN, stmt, guard, in_loop, "with")
+            self.block(stmt.body, guard, in_loop)
+            return
+        if t is ast.Try or t is getattr(ast, "TryStar", None):
+            self.block(stmt.body, guard, in_loop)
+            for h in stmt.handlers:
+                if h.name:
+                    self.assigns.append(Assign(("name", h.name), UNKNOWN, h.lineno, 0, h.lineno, 0, guard, in_loop, "except"))
+                self.block(h.body, guard, in_loop)
+            self.block(stmt.orelse, guard, in_loop)
+            self.block(stmt.finalbody, guard, in_loop)
+            return
+        if t is getattr(ast, "Match", None):
+            self.expr(stmt.subject, guard, in_loop, stmt.lineno)
+            for case in stmt.cases:
+                for n in ast.walk(case.pattern):
+                    name = getattr(n, "name", None) or getattr(n, "rest", None)
+                    if isinstance(name, str):
+                        self.assigns.append(Assign(("name", name), UNKNOWN, stmt.lineno, 0, stmt.lineno, 0, guard, in_loop, "match"))
+                self.block(case.body, guard, in_loop)
+            return
+        if t is ast.Assign:
+            call_target = None
+            if len(stmt.targets) == 1 and type(stmt.value) is ast.Call:
+                call_target = conv(stmt.targets[0])
+            self.expr(stmt.value, guard, in_loop, stmt.lineno, assigned_to=call_target)
+            value = conv(stmt.value)
+            for tgt in stmt.targets:
+                self._bind(tgt, value, stmt, guard, in_loop, "assign")
+            return
+        if t is ast.AnnAssign:
+            if stmt.value is not None:
+                call_target = conv(stmt.target) if type(stmt.value) is ast.Call else None
+                self.expr(stmt.value, guard, in_loop, stmt.lineno, assigned_to=call_target)
+                self._bind(stmt.target, conv(stmt.value), stmt, guard, in_loop, "annassign")
+            return
+        if t is ast.AugAssign:
+            self.expr(stmt.value, guard, in_loop, stmt.lineno)
+            self.expr(stmt.target, guard, in_loop, stmt.lineno)
+            self._bind(stmt.target, UNKNOWN, stmt, guard, in_loop, "augassign")
+            return
+        if t is ast.Return:
+            if stmt.value is not None:
+                self.expr(stmt.value, guard, in_loop, stmt.lineno)
+                self.returns.append(conv(stmt.value))
+            else:
+                self.returns.append(("const", None))
+            return
+        if t in (ast.Global, ast.Nonlocal):
+            self.global_names.extend(stmt.names)
+            return
+        if t is ast.Delete:
+            for tgt in stmt.targets:
+                self._bind(tgt, UNKNOWN, stmt, guard, in_loop, "del")
+            return
+        if t in (ast.Import, ast.ImportFrom):
+            for a in stmt.names:
+                name = a.asname or a.name.split(".")[0]
+                self.assigns.append(Assign(("name", name), ("import",), stmt.lineno, 0, stmt.lineno, 0, guard, in_loop, "import"))
+            return
+        # Expr, Raise, Assert, ...
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.expr):
+                self.expr(child, guard, in_loop, stmt.lineno)
+
+    def _bind(self, tgt, value: Expr, stmt, guard, in_loop, kind) -> None:
+        if isinstance(tgt, (ast.Tuple, ast.List)):
+            for e in tgt.elts:
+                self._bind(e.value if isinstance(e, ast.Starred) else e, UNKNOWN, stmt, guard, in_loop, "unpack")
+            return
+        if isinstance(tgt, (ast.Attribute, ast.Subscript)):
+            # evaluate the receiver's calls (e.g. f().x = ...)
+            self.expr(tgt.value, guard, in_loop, stmt.lineno)
+        line, col, end_line, end_col = self._pos(tgt)
+        self.assigns.append(Assign(conv(tgt), value, line, col, end_line, end_col, guard, in_loop, kind))
+
+    def expr(self, node: ast.AST, guard: Guard, in_loop: bool, stmt_line: int, assigned_to: Expr | None = None) -> None:
+        """Record every call in ``node`` (not inside lambdas / nested defs)."""
+        stack = [(node, guard, in_loop, assigned_to)]
+        while stack:
+            n, g, loop, at = stack.pop()
+            t = type(n)
+            if t is ast.Call:
+                line, col, end_line, end_col = self._pos(n)
+                args = tuple(UNKNOWN if type(a) is ast.Starred else conv(a) for a in n.args)
+                kwargs = tuple((k.arg, conv(k.value)) for k in n.keywords)
+                self.calls.append(CallSite(conv(n.func), args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at))
+                stack.append((n.func, g, loop, None))
+                for a in n.args:
+                    stack.append((a, g, loop, None))
+                for k in n.keywords:
+                    stack.append((k.value, g, loop, None))
+                continue
+            if t is ast.Lambda:
+                continue
+            if t is ast.IfExp:
+                test = conv(n.test)
+                stack.append((n.test, g, loop, None))
+                stack.append((n.body, g + ((test, True),), loop, None))
+                stack.append((n.orelse, g + ((test, False),), loop, None))
+                continue
+            if t is ast.BoolOp:
+                acc = g
+                for v in n.values:
+                    stack.append((v, acc, loop, None))
+                    acc = acc + ((conv(v), type(n.op) is ast.And),)
+                continue
+            if t in (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
+                for gen in n.generators:
+                    stack.append((gen.iter, g, loop, None))
+                    for cond in gen.ifs:
+                        stack.append((cond, g, True, None))
+                    # comprehension targets are local to the comprehension
+                inner = g
+                for gen in n.generators:
+                    for cond in gen.ifs:
+                        inner = inner + ((conv(cond), True),)
+                if t is ast.DictComp:
+                    stack.append((n.key, inner, True, None))
+                    stack.append((n.value, inner, True, None))
+                else:
+                    stack.append((n.elt, inner, True, None))
+                continue
+            if t is ast.NamedExpr:
+                line, col, end_line, end_col = self._pos(n.target)
+                self.assigns.append(Assign(("name", n.target.id), conv(n.value), line, col, end_line, end_col, g, loop, "walrus"))
+                stack.append((n.value, g, loop, None))
+                continue
+            for child in ast.iter_child_nodes(n):
+                if isinstance(child, ast.AST):
+                    stack.append((child, g, loop, None))
+        # keep calls in source order for stable output
+        # (the stack visits in reverse; callers sort once per function)
+
+
+def index_source(source: str, path: str, module: str, is_package: bool) -> FileIndex:
+    fi = FileIndex(path=path, module=module, is_package=is_package)
+    fi.n_lines = source.count("\n") + 1
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename=path, type_comments=False)
+    except SyntaxError as e:
+        col = (e.offset or 1) - 1
+        fi.error = (f"SyntaxError: {e.msg}", e.lineno or 1, max(col, 0))
+        return fi
+    except (ValueError, RecursionError, MemoryError) as e:  # null bytes, too deep
+        fi.error = (f"{type(e).__name__}: {e}", 1, 0)
+        return fi
+    fi.suppressions = parse_suppressions(source)
+    ix = _Indexer(fi, _ColumnMap(source))
+    try:
+        ix.module(tree)
+    except RecursionError:
+        fi.error = ("RecursionError: expression nesting too deep to analyse", 1, 0)
+        return fi
+    for f in fi.functions:
+        f.calls.sort(key=lambda c: (c.line, c.column))
+    fi.module_calls.sort(key=lambda c: (c.line, c.column))
+    return fi
+
+
+def read_source(path: str) -> str:
+    """Decode like Python does (PEP 263 cookie, BOM); raises on failure."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(enc)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def index_file(path: str, module: str, is_package: bool) -> FileIndex:
+    try:
+        source = read_source(path)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as e:
+        fi = FileIndex(path=path, module=module, is_package=is_package)
+        fi.error = (f"cannot read file: {type(e).__name__}: {e}", 1, 0)
+        return fi
+    return index_source(source, path, module, is_package)
