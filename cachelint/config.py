@@ -40,6 +40,7 @@ class CatalogEntry:
     kind: str = "expensive"
     pure: bool = False
     why: str = ""
+    cost: str = "high"  # high | low: CL002 reports low-cost entries only with min-cost = "low"
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Config:
     extend_expensive_calls: tuple[CatalogEntry, ...] = ()
     pure_calls: tuple[str, ...] = ()
     unsafe_fixes: bool = False
+    min_cost: str = "high"  # CL002 reports catalog entries of at least this cost
     source: str | None = None  # the file it came from
     # resolved later by `resolve_presets`
     active_presets: tuple[str, ...] = ()
@@ -78,6 +80,7 @@ _KEYS = {
     "extend-expensive-calls",
     "pure-calls",
     "unsafe-fixes",
+    "min-cost",
 }
 
 
@@ -115,8 +118,17 @@ def _catalog(v, where: str, key: str) -> tuple[CatalogEntry, ...]:
         if isinstance(item, str):
             out.append(CatalogEntry(item))
         elif isinstance(item, dict) and isinstance(item.get("pattern"), str):
+            cost = str(item.get("cost", "high"))
+            if cost not in ("high", "low"):
+                raise ConfigError(f"{where}: `{key}` cost {cost!r} must be \"high\" or \"low\"")
             out.append(
-                CatalogEntry(item["pattern"], str(item.get("kind", "expensive")), bool(item.get("pure", False)), str(item.get("why", "")))
+                CatalogEntry(
+                    item["pattern"],
+                    str(item.get("kind", "expensive")),
+                    bool(item.get("pure", False)),
+                    str(item.get("why", "")),
+                    cost,
+                )
             )
         else:
             raise ConfigError(f"{where}: `{key}` entries must be strings or tables with a `pattern`")
@@ -151,6 +163,10 @@ def parse_table(t: dict, where: str) -> Config:
     kw["pure_calls"] = _str_list(t, "pure-calls", where)
     if "unsafe-fixes" in t:
         kw["unsafe_fixes"] = bool(t["unsafe-fixes"])
+    if "min-cost" in t:
+        if t["min-cost"] not in ("high", "low"):
+            raise ConfigError(f"{where}: `min-cost` must be \"high\" or \"low\"")
+        kw["min_cost"] = t["min-cost"]
     return Config(**kw)
 
 

@@ -189,7 +189,7 @@ class Runner:
         return 0
 """,
             },
-            expect=(("example.py", 33),),
+            expect=(("example.py", 32),),
             applicability=("safe",),
             fixed={
                 "example.py": _DEFS
@@ -216,7 +216,7 @@ def max_encoder_len(config: EngineConfig) -> int:
     return REGISTRY.max_len(config.model_config)
 """,
             },
-            expect=(("example.py", 28),),
+            expect=(("example.py", 26),),
             applicability=("unsafe",),
             message_contains=("config.model_config.is_encoder_decoder",),
             fixed={

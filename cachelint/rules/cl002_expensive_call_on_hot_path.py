@@ -16,6 +16,9 @@ class ExpensiveCallOnHotPath(Rule):
     ``importlib.import_module``, ...) inside a function reached from a hot
     root (per step, per token, per request), and reports the chain of calls
     from the root.
+    Catalog entries marked ``cost = "low"`` (process-group and forward-context
+    lookups: cheap, but everywhere in model code) are reported only with
+    ``min-cost = "low"``.
 
     ## Why is this bad?
     Work whose result does not change between steps is paid again on every
@@ -113,6 +116,8 @@ class Runner:
                 names = p.callee_names(callee, dotted(c.func))
                 entry = analysis.catalog.match(names)
                 if entry is None or entry.kind == "declared-pure":
+                    continue
+                if entry.cost == "low" and analysis.config.min_cost != "low":
                     continue
                 chain = hot.chain(qn)
                 kind = hot.kinds.get(qn, "hot")
