@@ -116,8 +116,13 @@ class CacheAnalysis:
 
     # ----- purity -----------------------------------------------------------------
     def purity(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> tuple[bool, str]:
+        entry = self.catalog.match(names)
+        if entry is not None and entry.kind != "declared-pure":
+            if entry.pure:
+                return True, "declared pure in the catalog"
+            return False, f"`{names[0] if names else entry.pattern}` is not pure ({entry.kind}: {entry.why or 'catalog'})"
         if self.catalog.pure(names):
-            return True, "declared pure in the catalog"
+            return True, "declared pure in configuration"
         if fn is None:
             return False, f"`{names[0] if names else '?'}` is not known to be pure and deterministic"
         key = fn.qualname
