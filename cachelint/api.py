@@ -11,6 +11,7 @@ raises :class:`~cachelint.config.ConfigError` or
 
 from __future__ import annotations
 
+import gc
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -43,24 +44,40 @@ def _index_one(sf: SourceFile) -> FileIndex:
 
 
 def _index_chunk(chunk: list[SourceFile]) -> list[FileIndex]:
-    return [_index_one(sf) for sf in chunk]
+    # ASTs are millions of short-lived container objects: with the cyclic GC
+    # on, its generation-2 passes over them cost more than parsing (8.5 s vs
+    # 2.9 s for vLLM's ast.parse alone). Nothing here creates cycles.
+    gc.disable()
+    try:
+        return [_index_one(sf) for sf in chunk]
+    finally:
+        gc.enable()
 
 
 def index_files(files: list[SourceFile], jobs: int | None = None) -> list[FileIndex]:
+    indexes = _index_files(files, jobs)
+    gc.freeze()  # the index lives for the whole run: keep it out of GC passes
+    return indexes
+
+
+def _index_files(files: list[SourceFile], jobs: int | None) -> list[FileIndex]:
     jobs = jobs or min(os.cpu_count() or 1, 8)
     if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        return [_index_one(sf) for sf in files]
+        return _index_chunk(files)
     # large files first, then dealt round-robin so the workers finish together
     order = sorted(files, key=lambda sf: _size(sf.path), reverse=True)
     chunks = [order[i::jobs * 4] for i in range(jobs * 4)]
     out: dict[str, FileIndex] = {}
+    gc.disable()  # unpickling the workers' results allocates as much as parsing
     try:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             for result in pool.map(_index_chunk, chunks):
                 for fi in result:
                     out[fi.path] = fi
     except (OSError, RuntimeError):  # no multiprocessing here: stay serial
-        return [_index_one(sf) for sf in files]
+        return _index_chunk(files)
+    finally:
+        gc.enable()
     return [out[sf.path] for sf in files]
 
 

@@ -263,10 +263,14 @@ def parse_suppressions(source: str) -> dict:
     marker counts when the ``#`` before it is outside string quotes on its line.
     """
     out: dict = {}
-    if "noqa" not in source and "cachelint" not in source:
+    low = source.lower()
+    if "noqa" not in low and "cachelint" not in low:
         return out
     for lineno, text in enumerate(source.splitlines(), 1):
-        if "#" not in text or ("noqa" not in text and "cachelint" not in text):
+        if "#" not in text:
+            continue
+        lt = text.lower()
+        if "noqa" not in lt and "cachelint" not in lt:
             continue
         for m in _SUPPRESS_RE.finditer(text):
             if _in_string(text, m.start()):
