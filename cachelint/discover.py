@@ -220,6 +220,25 @@ def discover(
                             stack_ignores.append(gi)
         _walk(root, stack_ignores, respect_gitignore, excluded, add, set())
     out.sort(key=lambda f: f.path)
+    return _unique_modules(out)
+
+
+def _unique_modules(files: list[SourceFile]) -> list[SourceFile]:
+    """Two scripts called ``conftest.py`` must not shadow each other in the
+    whole-program maps: colliding names fall back to their dotted path."""
+    seen: dict[str, int] = {}
+    for f in files:
+        seen[f.module] = seen.get(f.module, 0) + 1
+    out = []
+    for f in files:
+        if f.module and seen[f.module] > 1:
+            rel = Path(f.path).with_suffix("")
+            parts = [p for p in rel.parts if p not in ("..", ".", "/")]
+            if f.is_package:
+                parts = parts[:-1]
+            name = ".".join(parts)
+            f = SourceFile(f.path, name, f.is_package)
+        out.append(f)
     return out
 
 

@@ -161,3 +161,11 @@ def test_gitignore_and_exclude_respected(project):
         (project / "pyproject.toml").read_text() + 'exclude = ["pkg/users.py"]\n'
     )
     assert json.loads(run_cli("check", ".", "--output-format", "json", cwd=project).stdout) == []
+
+
+def test_same_module_name_in_two_places_is_analysed_twice(tmp_path):
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "conftest.py").write_text("def f(:\n")
+    proc = run_cli("check", ".", "--output-format", "json", cwd=tmp_path)
+    assert sorted(f["path"] for f in json.loads(proc.stdout)) == ["a/conftest.py", "b/conftest.py"]
