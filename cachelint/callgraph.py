@@ -7,8 +7,9 @@ keeps its shortest chain from a root. Edges: module functions and imported
 functions, ``self.m()`` through the class and its bases, methods on objects of
 known type (``self.kv_cache_manager.allocate_slots()`` when the constructor
 binds ``self.kv_cache_manager = KVCacheManager(...)``), closures, and class
-construction (an edge to ``__init__``). Calls under ``if TYPE_CHECKING`` and
-unresolvable dynamic calls are not edges.
+construction (an edge to ``__init__``). Calls under ``if TYPE_CHECKING``,
+unresolvable dynamic calls, and calls into ``functools.cache``/``lru_cache``
+functions (whose bodies run once per arguments) are not edges.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
+from .catalog import is_cached_function
 from .config import HotRoot
 from .index import CallSite, FunctionInfo
 from .program import Program
@@ -70,6 +72,8 @@ def hot_paths(program: Program, roots: tuple[HotRoot, ...]) -> HotPaths:
             target = resolve_call(program, f, call)
             if target is None or target.qualname in hp.chains:
                 continue
+            if is_cached_function(target):
+                continue  # @cache / @lru_cache: its body runs once per arguments, not per call
             hp.chains[target.qualname] = hp.chains[qn] + (target.qualname,)
             hp.kinds[target.qualname] = hp.kinds[qn]
             queue.append(target.qualname)

@@ -81,6 +81,26 @@ if TYPE_CHECKING:
         ),
     ]
 
+    VALID += [
+        # the body of a memoized function runs once per arguments, not per step
+        Example(
+            """
+import functools
+import inspect
+
+class Runner:
+    def execute_model(self, batch):
+        return signature_of(type(self))
+
+@functools.cache
+def signature_of(cls):
+    return inspect.signature(cls)
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+    ]
+
     INVALID = [
         Example(
             """
