@@ -14,12 +14,10 @@ functions (whose bodies run once per arguments) are not edges.
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections import deque
 from dataclasses import dataclass, field
 
-from .catalog import is_cached_function
+from .catalog import GlobSet, is_cached_function
 from .config import HotRoot
 from .index import CallSite, FunctionInfo
 from .program import Program
@@ -44,13 +42,12 @@ def resolve_call(program: Program, f: FunctionInfo, call: CallSite) -> FunctionI
 
 
 def match_roots(program: Program, roots: tuple[HotRoot, ...]) -> dict:
-    compiled = [(re.compile(fnmatch.translate(r.pattern)), r) for r in roots]
+    globs = GlobSet([r.pattern for r in roots])
     found: dict = {}
     for qn in sorted(program.functions):
-        for rx, r in compiled:
-            if rx.match(qn):
-                found[qn] = r
-                break
+        i = globs.first(qn)
+        if i >= 0:
+            found[qn] = roots[i]
     return found
 
 

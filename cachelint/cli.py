@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
     c.add_argument("--no-chain", action="store_true", help="text output: omit hot-path chains")
     c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
-    c.add_argument("--jobs", "-j", type=int, default=None, help="worker processes for indexing")
+    c.add_argument("--jobs", "-j", type=int, default=None, help="worker processes for indexing (default 1: on 2 cores the pool's result transfer costs more than it saves)")
 
     e = sub.add_parser("explain", help="print a rule's documentation")
     e.add_argument("code")

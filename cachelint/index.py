@@ -324,6 +324,7 @@ class _ColumnMap:
 
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del})
 
 
 def _always_exits(body: list) -> bool:
@@ -730,8 +731,38 @@ class _FunctionBodyIndexer:
                 self.assigns.append(Assign(("name", n.target.id), conv(n.value), line, col, end_line, end_col, g, loop, "walrus"))
                 stack.append((n.value, g, loop, None))
                 continue
+            # the common shapes, without visiting leaves and Load() contexts
+            if t is ast.Attribute or t is ast.Starred or t is ast.Await or t is ast.FormattedValue:
+                v = n.value
+                if type(v) not in _LEAVES:
+                    stack.append((v, g, loop, None))
+                continue
+            if t is ast.Subscript:
+                for v in (n.value, n.slice):
+                    if type(v) not in _LEAVES:
+                        stack.append((v, g, loop, None))
+                continue
+            if t is ast.BinOp:
+                for v in (n.left, n.right):
+                    if type(v) not in _LEAVES:
+                        stack.append((v, g, loop, None))
+                continue
+            if t is ast.Tuple or t is ast.List or t is ast.Set or t is ast.JoinedStr:
+                for v in (n.elts if t is not ast.JoinedStr else n.values):
+                    if type(v) not in _LEAVES:
+                        stack.append((v, g, loop, None))
+                continue
+            if t is ast.Compare:
+                for v in (n.left, *n.comparators):
+                    if type(v) not in _LEAVES:
+                        stack.append((v, g, loop, None))
+                continue
+            if t in _LEAVES:
+                continue
             for child in ast.iter_child_nodes(n):
-                if isinstance(child, ast.AST):
+                if type(child) not in _LEAVES and isinstance(child, ast.expr):
+                    stack.append((child, g, loop, None))
+                elif isinstance(child, (ast.keyword, ast.comprehension, ast.arg, ast.arguments)):
                     stack.append((child, g, loop, None))
         # keep calls in source order for stable output
         # (the stack visits in reverse; callers sort once per function)

@@ -138,3 +138,25 @@ def test_hot_paths_through_bases_imports_and_closures():
     assert hp.chain("eng.helpers.cold") is None
     assert hp.chain("eng.runner.Runner.a") is None
     assert hp.kinds["eng.helpers.leaf"] == "per-step"
+
+
+def test_globset_matches_like_fnmatch_and_first_pattern_wins():
+    import fnmatch
+
+    from cachelint.catalog import GlobSet
+
+    patterns = ["*.Scheduler.schedule", "*Builder.build", "vllm.model_executor.models.*.forward", "a?c", "x[!0-9]y", "*"]
+    gs = GlobSet(patterns)
+    names = [
+        "vllm.v1.core.sched.scheduler.Scheduler.schedule",
+        "m.f.<locals>.CrossAttentionBuilder.build",
+        "vllm.model_executor.models.llama.LlamaModel.forward",
+        "abc",
+        "xay",
+        "x1y",
+        "other",
+    ]
+    for n in names:
+        expected = next(i for i, p in enumerate(patterns) if fnmatch.fnmatchcase(n, p))
+        assert gs.first(n) == expected, n
+    assert GlobSet(["a.b"]).first("aXb") == -1  # dots are literal
