@@ -33,10 +33,6 @@ class Analysis:
         ca.collect()
         return ca
 
-    @cached_property
-    def _uses(self):
-        return self.cache_analysis.uses()
-
     def cl001_spans(self) -> set:
         return {(u.function.path, u.call.line, u.call.column) for u in self.cache_analysis.uses()}
 
@@ -55,7 +51,7 @@ class Analysis:
         name another module imports from this one (a re-export).
         """
         fi = self.program.modules_by_path.get(g.path)
-        if fi is None or fi.is_package:
+        if fi is None:
             return ()
         ctx = self.program.context(g)
         names: list[str] = []
@@ -76,7 +72,13 @@ class Analysis:
             walk(v)
         out = []
         for n in dict.fromkeys(names):
-            if n in ctx.locals or n in ctx.params or n not in fi.imports:
+            local = ctx.locals.get(n)
+            if local is not None:
+                # a function-local (lazy) import is the function's own business
+                if all(a.kind == "import" for a in local):
+                    out.append(n)
+                continue
+            if n in ctx.params or n not in fi.imports or fi.is_package:
                 continue
             if fi.all_names and n in fi.all_names:
                 continue

@@ -95,6 +95,25 @@ def _last(call: CallSite) -> str | None:
     return None
 
 
+def _callee_key(callee: Value) -> str:
+    """The name a callee is known by after aliases: ``probe``, ``max_len``."""
+    last = callee[-1]
+    if isinstance(last, str):
+        return last
+    if last[0] == "g":
+        return last[1].rsplit(".", 1)[-1]
+    return ""
+
+
+def _imported_as(g: FunctionInfo, fi, name: str) -> str | None:
+    for a in g.assigns:
+        if a.kind == "import" and a.target == ("name", name):
+            return a.value[1]
+    if fi is not None:
+        return fi.imports.get(name)
+    return None
+
+
 def _mentions(v, root) -> bool:
     if v is None:
         return False
@@ -113,6 +132,7 @@ class CacheAnalysis:
         self.sites: list[CacheSite] = []
         self.by_name: dict[str, list[CacheSite]] = {}
         self._purity_memo: dict = {}
+        self._uses: list[Use] | None = None
 
     # ----- purity -----------------------------------------------------------------
     def purity(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> tuple[bool, str]:
@@ -195,7 +215,7 @@ class CacheAnalysis:
                 site = self._site(f, c)
                 if site is not None:
                     self.sites.append(site)
-                    self.by_name.setdefault(_last(c) or "", []).append(site)
+                    self.by_name.setdefault(_callee_key(site.callee), []).append(site)
 
     def _site(self, f: FunctionInfo, c: CallSite) -> CacheSite | None:
         p = self.program
@@ -267,6 +287,12 @@ class CacheAnalysis:
 
     # ----- uses -------------------------------------------------------------------------
     def uses(self) -> list[Use]:
+        """Every call that recomputes a cache site's value (computed once)."""
+        if self._uses is None:
+            self._uses = self._find_uses()
+        return self._uses
+
+    def _find_uses(self) -> list[Use]:
         out: list[Use] = []
         p = self.program
         if not self.by_name:
@@ -275,14 +301,21 @@ class CacheAnalysis:
             if g.under_type_checking:
                 continue
             ctx = None
+            fi = p.modules_by_path.get(g.path)
             for c in g.calls:
-                cands = self.by_name.get(_last(c) or "")
+                key = _last(c) or ""
+                cands = self.by_name.get(key)
+                if not cands and c.func[0] == "name":
+                    # an import alias (`from m import probe as measure`)
+                    target = _imported_as(g, fi, key)
+                    if target is not None:
+                        cands = self.by_name.get(target.rsplit(".", 1)[-1])
                 if not cands:
                     continue
                 if ctx is None:
                     ctx = p.context(g)
                 callee = p.canon(c.func, ctx)
-                if callee is None or callee[-1] != cands[0].callee[-1]:
+                if callee is None:
                     continue
                 args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
                 best = None
@@ -432,7 +465,7 @@ class CacheAnalysis:
                 continue  # cannot tell; do not guess
             if holder_type is not None and (p.is_subclass(rt, holder_type) or p.is_subclass(holder_type, rt)):
                 if f is site.function and any(
-                    s.function is f and s.call.line == a.line for s in self.by_name.get(_last(site.call) or "", [])
+                    s.function is f and s.call.line == a.line for s in self.by_name.get(_callee_key(site.callee), [])
                 ):
                     continue  # another branch of the same fill with the same call
                 out.append((f, a))

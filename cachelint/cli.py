@@ -13,6 +13,7 @@ pre-commit hook starts this on every commit, so imports stay light.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -79,6 +80,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 1
+    except Exception as e:  # a bug in cachelint: exit 2, never 1 (which means "findings")
+        if os.environ.get("CACHELINT_DEBUG"):
+            raise
+        print(
+            f"cachelint: internal error: {type(e).__name__}: {e} "
+            "(this is a bug; set CACHELINT_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 2
 
 
 def _explain(code: str) -> int:

@@ -344,6 +344,37 @@ def _is_type_checking(test: ast.AST) -> bool:
     )
 
 
+def _import_base(stmt: ast.ImportFrom, fi: FileIndex) -> str:
+    base = stmt.module or ""
+    if stmt.level:
+        pkg = fi.module.split(".") if fi.module else []
+        if not fi.is_package:
+            pkg = pkg[:-1]
+        up = stmt.level - 1
+        if up:
+            pkg = pkg[: len(pkg) - up] if up <= len(pkg) else []
+        base = ".".join(pkg + ([base] if base else []))
+    return base
+
+
+def _import_bindings(stmt, fi: FileIndex) -> list[tuple[str, str]]:
+    """(local name, qualified target) for each name an import statement binds."""
+    out = []
+    if isinstance(stmt, ast.Import):
+        for a in stmt.names:
+            if a.asname:
+                out.append((a.asname, a.name))
+            else:
+                top = a.name.split(".")[0]
+                out.append((top, top))
+        return out
+    base = _import_base(stmt, fi)
+    for a in stmt.names:
+        if a.name != "*":
+            out.append((a.asname or a.name, f"{base}.{a.name}" if base else a.name))
+    return out
+
+
 class _Indexer:
     def __init__(self, fi: FileIndex, cols: _ColumnMap) -> None:
         self.fi = fi
@@ -418,30 +449,12 @@ class _Indexer:
 
     def _import(self, stmt) -> None:
         fi = self.fi
-        if isinstance(stmt, ast.Import):
-            for a in stmt.names:
-                if a.asname:
-                    fi.imports[a.asname] = a.name
-                    fi.module_imports.add(a.asname)
-                else:
-                    top = a.name.split(".")[0]
-                    fi.imports[top] = top
-                    fi.module_imports.add(top)
-            return
-        base = stmt.module or ""
-        if stmt.level:
-            pkg = fi.module.split(".") if fi.module else []
-            if not fi.is_package:
-                pkg = pkg[:-1]
-            up = stmt.level - 1
-            if up:
-                pkg = pkg[: len(pkg) - up] if up <= len(pkg) else []
-            base = ".".join(pkg + ([base] if base else []))
-        for a in stmt.names:
-            if a.name == "*":
-                fi.star_imports.append(base)
-                continue
-            fi.imports[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
+        if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+            fi.star_imports.append(_import_base(stmt, fi))
+        for local, target in _import_bindings(stmt, fi):
+            fi.imports[local] = target
+            if isinstance(stmt, ast.Import):
+                fi.module_imports.add(local)
 
     # ----- definitions ----------------------------------------------------
     def _class(self, node: ast.ClassDef, qn: str, parent_fn: str | None, type_checking: bool) -> ClassInfo:
@@ -659,9 +672,11 @@ class _FunctionBodyIndexer:
                 self._bind(tgt, UNKNOWN, stmt, guard, in_loop, "del")
             return
         if t in (ast.Import, ast.ImportFrom):
-            for a in stmt.names:
-                name = a.asname or a.name.split(".")[0]
-                self.assigns.append(Assign(("name", name), ("import",), stmt.lineno, 0, stmt.lineno, 0, guard, in_loop, "import"))
+            # function-local (lazy) imports bind names like module-level ones
+            for local, target in _import_bindings(stmt, self.ix.fi):
+                self.assigns.append(
+                    Assign(("name", local), ("import", target), stmt.lineno, 0, stmt.lineno, 0, guard, in_loop, "import")
+                )
             return
         # Expr, Raise, Assert, ...
         for child in ast.iter_child_nodes(stmt):

@@ -368,6 +368,8 @@ class Program:
                     return self.canon(a.value, ctx, depth + 1)
                 if a.kind == "def":
                     return (("g", a.value[1]),)
+                if a.kind == "import" and not a.in_loop:
+                    return (("g", self.resolve_qualified(a.value[1])),)
             return None
         if ctx.parent is not None:
             return self._canon_name(name, ctx.parent, depth + 1)

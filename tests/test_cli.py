@@ -169,3 +169,19 @@ def test_same_module_name_in_two_places_is_analysed_twice(tmp_path):
         (tmp_path / d / "conftest.py").write_text("def f(:\n")
     proc = run_cli("check", ".", "--output-format", "json", cwd=tmp_path)
     assert sorted(f["path"] for f in json.loads(proc.stdout)) == ["a/conftest.py", "b/conftest.py"]
+
+
+def test_internal_error_exits_2_with_one_line(project, monkeypatch, capsys):
+    from cachelint import cli
+    from cachelint.rules import cl001_cached_value_recomputed as mod
+
+    def boom(self, analysis):
+        raise RuntimeError("planted failure")
+
+    monkeypatch.setattr(mod.CachedValueRecomputed, "check", boom)
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("CACHELINT_DEBUG", raising=False)
+    assert cli.main(["check", "."]) == 2
+    err = capsys.readouterr().err
+    assert "internal error: RuntimeError: planted failure" in err
+    assert "Traceback" not in err
