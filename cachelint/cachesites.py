@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 from .access import spell
 from .catalog import PURE_BUILTINS, Catalog, is_cached_function
-from .guards import Atom, guard_atoms, mentions_root, residual, substitute
-from .index import Assign, CallSite, FunctionInfo, dotted, render
+from .guards import Atom, guard_atoms, residual, substitute
+from .index import CallSite, FunctionInfo, dotted, render
 from .program import CONSTRUCTORS, Program, Value
 
 

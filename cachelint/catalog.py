@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from .config import CatalogEntry
+from .globs import bracket
 from .index import FunctionInfo, dotted
 
 CACHE_DECORATORS = ("cache", "lru_cache", "cached", "cached_property", "memoize", "cache_method")
@@ -40,18 +41,9 @@ def glob_regex(pattern: str) -> str:
             out.append(".*")
         elif c == "?":
             out.append(".")
-        elif c == "[":
-            j = pattern.find("]", i + 2 if i + 1 < n and pattern[i + 1] in "!]" else i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : j].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                elif body.startswith("^"):
-                    body = "\\" + body
-                out.append("[" + body + "]")
-                i = j
+        elif c == "[" and (b := bracket(pattern, i)) is not None:
+            out.append(b[0])
+            i = b[1]
         else:
             out.append(re.escape(c))
         i += 1

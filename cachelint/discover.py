@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .globs import bracket
+
 DEFAULT_EXCLUDE = (
     ".git",
     ".hg",
@@ -82,16 +84,9 @@ def _glob_to_regex(pattern: str, anchored: bool) -> str:
             out.append("[^/]*")
         elif c == "?":
             out.append("[^/]")
-        elif c == "[":
-            j = pattern.find("]", i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : j].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body + "]")
-                i = j
+        elif c == "[" and (b := bracket(pattern, i)) is not None:
+            out.append(b[0])
+            i = b[1]
         elif c == "\\" and i + 1 < len(pattern):
             i += 1
             out.append(re.escape(pattern[i]))

@@ -146,11 +146,3 @@ def substitute(atom: Atom, anchor_root: tuple, replacement, program: Program, de
         return Atom(("cmp", key[1], sub(key[2]), sub(key[3])), atom.positive, atom.text)
     return atom
 
-
-def mentions_root(atom: Atom, root: tuple) -> bool:
-    key = atom.key
-    if key[0] in ("truthy", "isnone"):
-        return key[1][0] == root
-    if key[0] == "cmp":
-        return key[2][0] == root or key[3][0] == root
-    return False

@@ -382,7 +382,6 @@ class _Indexer:
 
     # ----- module level -------------------------------------------------
     def module(self, tree: ast.Module) -> None:
-        fi = self.fi
         for stmt in tree.body:
             self._module_stmt(stmt, (), False)
 
@@ -407,7 +406,7 @@ class _Indexer:
             g2 = guard + ((conv(stmt.test), False),)
             for s in stmt.orelse:
                 self._module_stmt(s, g2, type_checking)
-        elif t is ast.Try or (hasattr(ast, "TryStar") and t is getattr(ast, "TryStar")):
+        elif t is ast.Try or (hasattr(ast, "TryStar") and t is ast.TryStar):
             for s in stmt.body:
                 self._module_stmt(s, guard, type_checking)
             for h in stmt.handlers:
@@ -582,7 +581,7 @@ class _FunctionBodyIndexer:
         qn = f"{f.qualname}.<locals>.{stmt.name}"
         f.nested[stmt.name] = qn
         if isinstance(stmt, ast.ClassDef):
-            ci = self.ix._class(stmt, qn, f.qualname, f.under_type_checking)
+            self.ix._class(stmt, qn, f.qualname, f.under_type_checking)
         else:
             self.ix._function(stmt, qn, None, f.qualname, f.under_type_checking)
         self.assigns.append(Assign(("name", stmt.name), ("def", qn), stmt.lineno, 0, stmt.lineno, 0, guard, False, "def"))
