@@ -1,6 +1,6 @@
 """Spell a canonical value as source text at a given place in a function.
 
-Used to write fixes (``self.scheduler_config.max_num_encoder_input_tokens``)
+Used to write fixes (``self.limits.encoder_len``)
 and to name residual conditions in the use site's own terms. The candidates
 are the bindings visible at that line: ``self``, the parameters, locals bound
 once before the line, attributes the class binds once in its constructor

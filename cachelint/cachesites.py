@@ -4,16 +4,14 @@ Every assignment ``<obj>.<attr> = <call>(...)`` is a *candidate invariant*:
 "after this statement, ``<obj>.<attr>`` holds ``<call>(...)``", valid under
 the guard the statement sits in. The invariant is generalised over its
 *anchor*, the root object of the target (``self`` of the class that fills it,
-or a typed parameter): the fill in ``VllmConfig.__post_init__``
+or a typed parameter): the fill in ``EngineConfig.__post_init__``
 
-    self.scheduler_config.max_num_encoder_input_tokens = \\
-        MULTIMODAL_REGISTRY.get_encdec_max_encoder_len(self.model_config)
+    if self.model.is_encoder_decoder and not self.model.pooling:
+        self.limits.encoder_len = REGISTRY.encoder_len(self.model)
 
-says that for every ``X: VllmConfig`` (once constructed),
-``X.scheduler_config.max_num_encoder_input_tokens ==
-MULTIMODAL_REGISTRY.get_encdec_max_encoder_len(X.model_config)`` when
-``X.model_config and not X.model_config.pooler_config and
-X.model_config.is_encoder_decoder``.
+says that for every ``X: EngineConfig`` (once constructed),
+``X.limits.encoder_len == REGISTRY.encoder_len(X.model)`` when
+``X.model.is_encoder_decoder and not X.model.pooling``.
 
 A *use* is a call elsewhere with the same callee and arguments that unify with
 the invariant's for some ``X`` of the anchor's type found at the use site.
@@ -54,7 +52,7 @@ class CacheSite:
 
     @property
     def owner(self) -> str:
-        """``SchedulerConfig.max_num_encoder_input_tokens``."""
+        """The cached attribute as ``Owner.attr``, e.g. ``Limits.encoder_len``."""
         t = self.holder_type.rsplit(".", 1)[-1] if self.holder_type else render_value_short(self.target[:-1])
         return f"{t}.{self.attr}"
 

@@ -1,10 +1,10 @@
 """The catalog of expensive (and of known-pure) calls, matched as globs.
 
 An entry's pattern is matched against every name a call site can be known by:
-the resolved qualified name of the callee (``vllm.multimodal.registry.
-MultiModalRegistry.get_encdec_max_encoder_len``), ``Type.method`` for a method
-on an object of known type, the dotted path from a module-level object, and the
-spelling at the call site (``MULTIMODAL_REGISTRY.get_encdec_max_encoder_len``).
+the resolved qualified name of the callee (``pkg.registry.Registry.lookup``),
+``Type.method`` for a method on an object of known type, the dotted path from
+a module-level object, and the spelling at the call site
+(``REGISTRY.lookup``).
 """
 
 from __future__ import annotations
@@ -84,8 +84,7 @@ class Catalog:
     def __init__(self, entries) -> None:
         self.entries = tuple(entries)
         self._all = GlobSet([e.pattern for e in self.entries])
-        self._pure_idx = [i for i, e in enumerate(self.entries) if e.pure]
-        self._pure = GlobSet([self.entries[i].pattern for i in self._pure_idx])
+        self._pure = GlobSet([e.pattern for e in self.entries if e.pure])
 
     def match(self, names: list[str]) -> CatalogEntry | None:
         best = -1

@@ -21,6 +21,7 @@ else:  # pragma: no cover - exercised on 3.10
 
 PRESET_DIR = Path(__file__).parent / "presets"
 KINDS = ("per-token", "per-step", "per-layer", "per-request", "per-batch", "once")
+COSTS = ("high", "low")
 
 
 class ConfigError(Exception):
@@ -93,6 +94,12 @@ def _str_list(d: dict, key: str, where: str) -> tuple[str, ...]:
     return tuple(v)
 
 
+def _cost(value, where: str, what: str) -> str:
+    if value not in COSTS:
+        raise ConfigError(f"{where}: {what} {value!r} must be \"high\" or \"low\"")
+    return value
+
+
 def _roots(v, where: str, key: str) -> tuple[HotRoot, ...]:
     if not isinstance(v, list):
         raise ConfigError(f"{where}: `{key}` must be a list")
@@ -118,9 +125,7 @@ def _catalog(v, where: str, key: str) -> tuple[CatalogEntry, ...]:
         if isinstance(item, str):
             out.append(CatalogEntry(item))
         elif isinstance(item, dict) and isinstance(item.get("pattern"), str):
-            cost = str(item.get("cost", "high"))
-            if cost not in ("high", "low"):
-                raise ConfigError(f"{where}: `{key}` cost {cost!r} must be \"high\" or \"low\"")
+            cost = _cost(item.get("cost", "high"), where, f"`{key}` cost")
             out.append(
                 CatalogEntry(
                     item["pattern"],
@@ -164,9 +169,7 @@ def parse_table(t: dict, where: str) -> Config:
     if "unsafe-fixes" in t:
         kw["unsafe_fixes"] = bool(t["unsafe-fixes"])
     if "min-cost" in t:
-        if t["min-cost"] not in ("high", "low"):
-            raise ConfigError(f"{where}: `min-cost` must be \"high\" or \"low\"")
-        kw["min_cost"] = t["min-cost"]
+        kw["min_cost"] = _cost(t["min-cost"], where, "`min-cost`")
     return Config(**kw)
 
 

@@ -14,12 +14,12 @@ spellings of the same object compare equal. A value is a tuple
 
 Aliases are unfolded: a local assigned once (``model_config =
 self.model_config``), an attribute the class binds exactly once and
-unconditionally in its constructor (``self.mm_registry = MULTIMODAL_REGISTRY``,
-``self.model_config = vllm_config.model_config``), and a constructor parameter
-stored on ``self`` (``vllm_config`` and ``self.vllm_config`` are one value).
-So ``self.mm_registry.get_encdec_max_encoder_len(model_config)`` and
-``MULTIMODAL_REGISTRY.get_encdec_max_encoder_len(self.vllm_config.model_config)``
-evaluate to the same callee and the same argument.
+unconditionally in its constructor (``self.registry = REGISTRY``,
+``self.model_config = config.model_config``), and a constructor parameter
+stored on ``self`` (``config`` and ``self.config`` are one value). So
+``self.registry.lookup(model_config)`` and
+``REGISTRY.lookup(self.config.model_config)`` evaluate to the same callee and
+the same argument.
 
 Types come from annotations (parameters, dataclass fields, class-level
 annotations, return annotations, string annotations included), constructor
