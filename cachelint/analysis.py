@@ -14,14 +14,25 @@ from .callgraph import HotPaths, hot_paths
 from .catalog import Catalog
 from .config import Config
 from .index import CallSite, FileIndex, FunctionInfo
+from .invariants import InvariantCheck, InvariantState
+from .lockfile import Invariant
 from .program import Program
 
 
 class Analysis:
-    def __init__(self, indexes: list[FileIndex], config: Config) -> None:
+    def __init__(
+        self,
+        indexes: list[FileIndex],
+        config: Config,
+        invariants: list[Invariant] | None = None,
+        lock_path: str | None = None,
+    ) -> None:
         self.config = config
         self.program = Program(indexes)
         self.catalog = Catalog(config.catalog)
+        # the invariants of cachelint.lock (None: no lock file)
+        self.invariants = invariants
+        self.lock_path = lock_path
 
     @cached_property
     def hot(self) -> HotPaths:
@@ -32,6 +43,12 @@ class Analysis:
         ca = CacheAnalysis(self.program, self.catalog)
         ca.collect()
         return ca
+
+    @cached_property
+    def invariant_states(self) -> list[InvariantState]:
+        if not self.invariants:
+            return []
+        return InvariantCheck(self.program, self.invariants).states()
 
     def cl001_spans(self) -> set:
         return {(u.function.path, u.call.line, u.call.column) for u in self.cache_analysis.uses()}

@@ -22,6 +22,10 @@ from .config import Config, resolve_presets
 from .discover import SourceFile, discover
 from .fixer import FileFix, compute_fixes, write_fix
 from .index import FileIndex, index_file
+from .invariants import from_uses
+from .lockfile import find_lock, merge
+from .lockfile import load as load_lock
+from .lockfile import write as write_lock
 from .model import Finding
 from .rules import select_rules
 
@@ -37,6 +41,8 @@ class Result:
     errors: list[str] = field(default_factory=list)  # fixes that could not be written
     files: int = 0
     config: Config | None = None
+    lock_path: str | None = None
+    lock_written: bool = False  # --fix recorded new invariants in the lock
 
 
 def _index_one(sf: SourceFile) -> FileIndex:
@@ -102,12 +108,18 @@ def _suppressed(f: Finding, fi: FileIndex | None) -> bool:
     return False
 
 
+def lock_location(paths: list[str], config: Config) -> Path:
+    return find_lock(Path(paths[0]) if paths else Path.cwd(), config.source)
+
+
 def analyse(paths: list[str], config: Config, jobs: int | None = None) -> tuple[Analysis, list[SourceFile]]:
     files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    lock_path = lock_location(paths, config)
+    invariants = load_lock(lock_path) if lock_path.is_file() else None
     indexes = index_files(files, jobs)
     tops = {sf.module.split(".")[0] for sf in files if sf.module}
     config = resolve_presets(config, tops)
-    return Analysis(indexes, config), files
+    return Analysis(indexes, config, invariants, str(lock_path)), files
 
 
 def check(
@@ -147,7 +159,55 @@ def check(
         result.file_fixes = [ff for ff in file_fixes if not ff.error and ff.new != ff.old]
         result.fixed = [f for f in findings if id(f) in fixed_ids]
         result.findings = [f for f in findings if id(f) not in fixed_ids]
+        if write:
+            _record_invariants(analysis, result)
+    result.lock_path = analysis.lock_path
     return result
+
+
+def _record_invariants(analysis: Analysis, result: Result) -> None:
+    """Write or extend cachelint.lock with what the applied CL001 fixes rely on."""
+    spans = {(f.path, f.span.line, f.span.column) for f in result.fixed if f.code == "CL001"}
+    if not spans:
+        return
+    uses = [u for u in analysis.cache_analysis.uses() if (u.function.path, u.call.line, u.call.column) in spans]
+    new = from_uses(analysis.program, uses)
+    if not new or analysis.lock_path is None:
+        return
+    path = Path(analysis.lock_path)
+    try:
+        result.lock_written = write_lock(path, merge(analysis.invariants or [], new))
+    except OSError as e:
+        result.errors.append(f"{path}: cannot write the lock: {e}")
+
+
+def rebuild_lock(paths: list[str], config: Config | None = None, *, write: bool = True, jobs: int | None = None):
+    """``cachelint lock``: the lock as the code now has it (source untouched).
+
+    Returns (path, old text or None, new text, errors). Invariants whose
+    readers are gone are dropped; one whose fill is gone is kept as it was
+    and reported, since only restoring the fill or reverting the readers
+    resolves it.
+    """
+    from .invariants import InvariantCheck
+    from .lockfile import dumps
+
+    config = config or Config()
+    analysis, _ = analyse(paths, config, jobs)
+    path = Path(analysis.lock_path)
+    old_text = path.read_text(encoding="utf-8") if path.is_file() else None
+    check = InvariantCheck(analysis.program, analysis.invariants or [])
+    out, errors = [], []
+    for inv in analysis.invariants or []:
+        new, err = check.rebuild(inv)
+        if err:
+            errors.append(err)
+        if new is not None:
+            out.append(new)
+    new_text = dumps(out)
+    if write and analysis.invariants is not None and new_text != old_text:
+        write_lock(path, out)
+    return path, old_text, new_text, errors
 
 
 def lint_sources(sources: dict[str, str], config: Config | None = None, **kw) -> Result:

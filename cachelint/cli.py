@@ -1,7 +1,8 @@
 """The command line: a thin layer over :mod:`cachelint.api`.
 
     cachelint check [PATHS] [--fix] [--unsafe-fixes] [--diff] ...
-    cachelint explain CODE
+    cachelint lock [PATHS] [--check]
+    cachelint explain CODE | --all
     cachelint rules
 
 ``cachelint PATHS --fix`` is short for ``cachelint check PATHS --fix``.
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from . import __version__
 
-COMMANDS = ("check", "explain", "rules", "version")
+COMMANDS = ("check", "lock", "explain", "rules", "version")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,8 +46,15 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
     c.add_argument("--jobs", "-j", type=int, default=None, help="worker processes for indexing (default 1: on 2 cores the pool's result transfer costs more than it saves)")
 
+    k = sub.add_parser("lock", help="rebuild cachelint.lock from the code and the existing lock (source untouched)")
+    k.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    k.add_argument("--check", action="store_true", help="write nothing; exit 1 if the lock is out of date")
+    k.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
+    k.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
+
     e = sub.add_parser("explain", help="print a rule's documentation")
-    e.add_argument("code")
+    e.add_argument("code", nargs="?", help="rule code, e.g. CL003")
+    e.add_argument("--all", action="store_true", help="every rule, as the Markdown rule reference")
     sub.add_parser("rules", help="list the rules")
     sub.add_parser("version", help="print the version")
     return p
@@ -68,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
     try:
         if args.command == "explain":
-            return _explain(args.code)
+            return _explain(args.code, args.all)
+        if args.command == "lock":
+            return _lock(args)
         if args.command == "rules":
             return _rules()
         if args.command == "version":
@@ -91,9 +101,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _explain(code: str) -> int:
-    from .rules import BY_CODE
+def _explain(code: str | None, everything: bool = False) -> int:
+    from .rules import BY_CODE, rule_reference
 
+    if everything:
+        print(rule_reference(), end="")
+        return 0
+    if not code:
+        print("cachelint: explain needs a rule code or --all", file=sys.stderr)
+        return 2
     rule = BY_CODE.get(code.upper())
     if rule is None:
         print(f"cachelint: unknown rule `{code}` (known: {', '.join(BY_CODE)})", file=sys.stderr)
@@ -110,18 +126,58 @@ def _rules() -> int:
     return 0
 
 
+def _load_config(args):
+    from .config import Config, find_config, load_config_file
+
+    if args.config:
+        return load_config_file(Path(args.config))
+    found = find_config(Path(args.paths[0]) if args.paths else Path.cwd())
+    return load_config_file(found) if found else Config()
+
+
+def _lock(args) -> int:
+    import difflib
+
+    from .api import rebuild_lock
+    from .config import ConfigError
+    from .lockfile import LockError
+
+    try:
+        cfg = _load_config(args).with_overrides(preset=args.preset)
+        path, old, new, errors = rebuild_lock(args.paths, cfg, write=not args.check)
+    except (ConfigError, LockError) as e:
+        print(f"cachelint: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    for err in errors:
+        print(f"cachelint: error: {err}", file=sys.stderr)
+    if old is None:
+        print(f"cachelint: no lock at {path}; `cachelint check --fix` writes one when it rewrites a call", file=sys.stderr)
+        return 0
+    if new == old:
+        print(f"{path}: up to date", file=sys.stderr)
+        return 1 if errors else 0
+    if args.check:
+        sys.stdout.writelines(
+            difflib.unified_diff(old.splitlines(True), new.splitlines(True), fromfile=f"a/{path.name}", tofile=f"b/{path.name}")
+        )
+        print(f"{path}: out of date; run `cachelint lock`", file=sys.stderr)
+        return 1
+    print(f"{path}: rebuilt", file=sys.stderr)
+    return 1 if errors else 0
+
+
 def _check(args) -> int:
     from .api import check
-    from .config import Config, ConfigError, find_config, load_config_file
+    from .config import ConfigError
+    from .lockfile import LockError
     from .report import statistics, summary, to_json, to_text
     from .rules import UnknownRuleError
 
     try:
-        if args.config:
-            cfg = load_config_file(Path(args.config))
-        else:
-            found = find_config(Path(args.paths[0]) if args.paths else Path.cwd())
-            cfg = load_config_file(found) if found else Config()
+        cfg = _load_config(args)
         select = _split(args.select)
         if args.extend_select:
             select = (select or cfg.select) + _split(args.extend_select)
@@ -135,7 +191,7 @@ def _check(args) -> int:
             write=not args.diff,
             jobs=args.jobs,
         )
-    except (ConfigError, UnknownRuleError) as e:
+    except (ConfigError, UnknownRuleError, LockError) as e:
         print(f"cachelint: error: {e}", file=sys.stderr)
         return 2
     except FileNotFoundError as e:
@@ -145,6 +201,8 @@ def _check(args) -> int:
     out = sys.stdout
     for err in result.errors:
         print(f"cachelint: warning: {err}", file=sys.stderr)
+    if result.lock_written and not args.quiet:
+        print(f"cachelint: recorded what the rewrites rely on in {result.lock_path}; commit it", file=sys.stderr)
     if args.diff:
         for ff in result.file_fixes:
             out.write(ff.diff())

@@ -149,6 +149,9 @@ class FileIndex:
     suppressions: dict = field(default_factory=dict)  # line -> frozenset(codes) | None (all)
     all_names: tuple | None = None  # __all__ if literal
     n_lines: int = 0
+    # reads of watched attribute names (only when indexed with `watch`):
+    # (function qualname, expr, line, column, end_line, end_column, guard)
+    reads: list = field(default_factory=list)
 
 
 def _last_name(e: Expr) -> str | None:
@@ -376,9 +379,10 @@ def _import_bindings(stmt, fi: FileIndex) -> list[tuple[str, str]]:
 
 
 class _Indexer:
-    def __init__(self, fi: FileIndex, cols: _ColumnMap) -> None:
+    def __init__(self, fi: FileIndex, cols: _ColumnMap, watch: frozenset = frozenset()) -> None:
         self.fi = fi
         self.cols = cols
+        self.watch = watch
 
     # ----- module level -------------------------------------------------
     def module(self, tree: ast.Module) -> None:
@@ -747,6 +751,9 @@ class _FunctionBodyIndexer:
                 continue
             # the common shapes, without visiting leaves and Load() contexts
             if t is ast.Attribute or t is ast.Starred or t is ast.Await or t is ast.FormattedValue:
+                if t is ast.Attribute and self.ix.watch and n.attr in self.ix.watch and self.f is not None:
+                    if type(n.ctx) is ast.Load:
+                        self.ix.fi.reads.append((self.f.qualname, conv(n), *self._pos(n), g))
                 v = n.value
                 if type(v) not in _LEAVES:
                     stack.append((v, g, loop, None))
@@ -782,7 +789,8 @@ class _FunctionBodyIndexer:
         # (the stack visits in reverse; callers sort once per function)
 
 
-def index_source(source: str, path: str, module: str, is_package: bool) -> FileIndex:
+def index_source(source: str, path: str, module: str, is_package: bool, watch: frozenset = frozenset()) -> FileIndex:
+    """Index one module. ``watch``: attribute names whose reads to record in ``reads``."""
     fi = FileIndex(path=path, module=module, is_package=is_package)
     fi.n_lines = source.count("\n") + 1
     try:
@@ -797,7 +805,7 @@ def index_source(source: str, path: str, module: str, is_package: bool) -> FileI
         fi.error = (f"{type(e).__name__}: {e}", 1, 0)
         return fi
     fi.suppressions = parse_suppressions(source)
-    ix = _Indexer(fi, _ColumnMap(source))
+    ix = _Indexer(fi, _ColumnMap(source), watch)
     try:
         ix.module(tree)
     except RecursionError:

@@ -191,3 +191,67 @@ def test_0_11_0_has_no_seed_finding():
     assert [f for f in report if f["code"] == "CL000"] == []
     assert _seed(report) == []
     assert [f for f in report if f["code"] == "CL001" and SEED_CALL in json.dumps(f)] == []
+
+
+# ----- cachelint.lock on real vLLM: the 0.13.0 regression ------------------------------
+SEED_READERS = {
+    ("vllm.attention.layers.cross_attention", "_get_max_encoder_len"),
+    ("vllm.v1.core.sched.scheduler", "Scheduler.schedule"),
+    ("vllm.v1.kv_cache_interface", "CrossAttentionSpec.max_memory_usage_bytes"),
+    ("vllm.v1.worker.gpu_model_runner", "GPUModelRunner.__init__"),
+}
+
+
+def _seed_invariant(lock_path: Path) -> dict:
+    import tomllib
+
+    lock = tomllib.loads(lock_path.read_text(encoding="utf-8"))
+    (inv,) = [i for i in lock["invariant"] if i["attribute"] == "SchedulerConfig.max_num_encoder_input_tokens"]
+    return inv
+
+
+def test_fix_writes_the_seed_invariant_to_the_lock(fixed_copy):
+    inv = _seed_invariant(fixed_copy / "cachelint.lock")
+    assert inv["callee"].endswith("MultiModalRegistry.get_encdec_max_encoder_len")
+    assert inv["arguments"] == ["self.model_config"]
+    assert inv["fill"] == {"module": "vllm.config", "function": "VllmConfig.__post_init__", "at_construction": True}
+    assert "not self.model_config.pooler_config" in inv["guard"]
+    assert "self.model_config.is_encoder_decoder" in inv["guard"]
+    assert {(r["module"], r["function"]) for r in inv["readers"]} == SEED_READERS
+    # no line numbers anywhere: they drift
+    assert not re.search(r"\bline\b|:\d+", (fixed_copy / "cachelint.lock").read_text())
+
+
+def test_fixed_tree_satisfies_its_own_lock(fixed_copy):
+    proc = run_cli("check", "vllm", "--select", "CL003,CL004", "--output-format", "json", cwd=fixed_copy)
+    assert proc.returncode == 0, proc.stdout[:2000] + proc.stderr
+    assert run_cli("lock", "vllm", "--check", cwd=fixed_copy).returncode == 0
+
+
+def _with_lock(version: str, fixed_copy: Path, tmp_path: Path) -> Path:
+    shutil.copy(fixed_copy / "cachelint.lock", tmp_path / "cachelint.lock")
+    (tmp_path / "vllm").symlink_to(vllm_source(version) / "vllm", target_is_directory=True)
+    return tmp_path
+
+
+def test_lock_holds_on_0_11_0(fixed_copy, tmp_path):
+    work = _with_lock("0.11.0", fixed_copy, tmp_path)
+    proc = run_cli("check", "vllm", "--select", "CL003", "--output-format", "json", cwd=work)
+    assert proc.returncode == 0, proc.stdout[:2000] + proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
+def test_lock_catches_the_0_13_0_regression(fixed_copy, tmp_path):
+    work = _with_lock("0.13.0", fixed_copy, tmp_path)
+    proc = run_cli("check", "vllm", "--select", "CL003", "--output-format", "json", cwd=work)
+    assert proc.returncode == 1, proc.stderr
+    seed = [f for f in json.loads(proc.stdout) if f["data"]["attribute"] == "SchedulerConfig.max_num_encoder_input_tokens"]
+    fills = [f for f in seed if f["data"]["role"] == "fill"]
+    assert len(fills) == 1
+    assert "`vllm.config:VllmConfig.__post_init__` is gone" in fills[0]["message"]
+    assert "vllm.v1.core.sched.scheduler:Scheduler.schedule" in fills[0]["message"]
+    readers = {f["function"] for f in seed if f["data"]["role"] == "reader"}
+    assert "vllm.v1.core.sched.scheduler.Scheduler.schedule" in readers
+    sched = next(f for f in seed if f["function"] == "vllm.v1.core.sched.scheduler.Scheduler.schedule")
+    assert sched["path"] == "vllm/v1/core/sched/scheduler.py"
+    assert "max_num_batched_tokens" in sched["message"]  # what the readers get instead

@@ -12,6 +12,7 @@ Examples may span several modules, since cachelint's rules are whole-program.
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Iterable
@@ -58,7 +59,21 @@ class Rule:
         raise NotImplementedError
 
     @classmethod
-    def documentation(cls) -> str:
+    def documentation(cls, level: int = 1) -> str:
+        """The rule's docs as Markdown, its title at heading ``level``."""
         doc = inspect.cleandoc(cls.__doc__ or "")
-        head = f"# {cls.name} ({cls.code})\n\n{cls.summary}\n\nFix is {cls.fix_availability} available.\n\n"
-        return head + doc + "\n"
+        head = (
+            f"# {cls.name} ({cls.code})\n\n{cls.summary}\n\n"
+            f"Severity: {cls.default_severity}. Fix is {cls.fix_availability} available.\n\n"
+        )
+        text = head + doc + "\n"
+        if level == 1:
+            return text
+        out, fenced = [], False
+        for line in text.splitlines(keepends=True):
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            elif not fenced and re.match(r"#+ ", line):
+                line = "#" * (level - 1) + line
+            out.append(line)
+        return "".join(out)
