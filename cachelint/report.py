@@ -37,6 +37,7 @@ def finding_to_dict(f: Finding) -> dict:
     return {
         "code": f.code,
         "name": rule.name if rule else None,
+        "severity": rule.default_severity if rule else "warning",
         "path": f.path,
         "line": f.span.line,
         "column": _col1(f.span.column),
