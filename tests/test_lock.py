@@ -188,3 +188,11 @@ def test_explain_prints_every_rule_and_the_reference_is_current():
     assert ref == rule_reference(), "docs/rules.md is stale: run `cachelint explain --all > docs/rules.md`"
     proc = run_cli("explain", "--all")
     assert proc.stdout == ref
+
+
+def test_cl003_is_an_error_and_cl004_a_warning(tmp_path):
+    for case, code, severity in (("lock_fill_deleted", "CL003", "error"), ("lock_new_reader", "CL004", "warning")):
+        proc = run_cli("check", ".", "--output-format", "json", cwd=_copy(case, tmp_path))
+        got = json.loads(proc.stdout)
+        assert got and {(f["code"], f["severity"]) for f in got} == {(code, severity)}
+        assert all(f["fix"] is None for f in got)
