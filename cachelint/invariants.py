@@ -423,8 +423,20 @@ class InvariantCheck:
             out.append(UnsafeRead(inv, r, texts, True))
         return out
 
+    def in_scope(self, inv: Invariant) -> bool:
+        """The analysed files include the invariant's fill side: its module, or
+        the class it fills or runs on. Checking a few files (``cachelint check
+        pkg/runner.py``) must not report every fill outside them as gone."""
+        p = self.program
+        if inv.fill.module in p.modules:
+            return True
+        shorts = {inv.anchor.rsplit(".", 1)[-1], inv.holder.rsplit(".", 1)[-1]}
+        return inv.anchor in p.classes or inv.holder in p.classes or any(
+            qn.rsplit(".", 1)[-1] in shorts for qn in p.classes
+        )
+
     def states(self) -> list[InvariantState]:
-        return [self.state(inv) for inv in self.invariants]
+        return [self.state(inv) for inv in self.invariants if self.in_scope(inv)]
 
     # ----- rebuilding ------------------------------------------------------------------
     def rebuild(self, inv: Invariant) -> tuple[Invariant | None, str | None]:

@@ -196,3 +196,17 @@ def test_cl003_is_an_error_and_cl004_a_warning(tmp_path):
         got = json.loads(proc.stdout)
         assert got and {(f["code"], f["severity"]) for f in got} == {(code, severity)}
         assert all(f["fix"] is None for f in got)
+
+
+def test_checking_some_files_does_not_report_fills_outside_them(tmp_path):
+    work = _copy("lock_written", tmp_path)
+    assert run_cli("check", ".", "--fix", "--unsafe-fixes", cwd=work).returncode == 0
+    # only the readers: the fill's module and classes are not analysed
+    proc = run_cli("check", "pkg/runner.py", "pkg/scheduler.py", "--output-format", "json", cwd=work)
+    assert proc.returncode == 0, proc.stdout
+    # the same files with the fill's module, after deleting the fill: reported
+    cfg = work / "pkg" / "config.py"
+    cfg.write_text(cfg.read_text().replace("self.scheduler.encoder_budget = REGISTRY.encoder_len(self.model)", "pass"))
+    proc = run_cli("check", "pkg/config.py", "pkg/runner.py", "--output-format", "json", cwd=work)
+    assert proc.returncode == 1
+    assert {f["code"] for f in json.loads(proc.stdout)} == {"CL003"}
