@@ -29,15 +29,39 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
 
     c = sub.add_parser("check", help="check paths (default command)")
-    c.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    c.add_argument("paths", nargs="*", default=None, help="files or directories (default: .)")
     c.add_argument("--fix", action="store_true", help="apply fixes")
+    c.add_argument(
+        "--exit-non-zero-on-fix",
+        action="store_true",
+        help="with --fix: exit 1 when a file was changed, even if no findings remain (pre-commit's fix hook)",
+    )
+    c.add_argument(
+        "--project-root",
+        default=None,
+        metavar="DIR",
+        help="analyse the whole of DIR (it feeds the call graph and cache sites) but report and fix only PATHS "
+        "(the pre-commit hooks pass the changed files)",
+    )
     c.add_argument("--unsafe-fixes", action="store_true", default=None, help="include unsafe fixes")
     c.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="never apply unsafe fixes")
     c.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them")
     c.add_argument("--select", default=None, help="comma-separated rule codes or prefixes")
     c.add_argument("--ignore", default=None, help="comma-separated rule codes or prefixes to skip")
     c.add_argument("--extend-select", default=None, help=argparse.SUPPRESS)
-    c.add_argument("--output-format", choices=("text", "json"), default="text")
+    c.add_argument(
+        "--output-format",
+        choices=("text", "concise", "json", "sarif", "github"),
+        default="text",
+        help="text (with code frames), concise (one line per finding), json, sarif (SARIF 2.1.0), "
+        "github (GitHub Actions annotations)",
+    )
+    c.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour text output: auto (a terminal, unless NO_COLOR is set), always, never",
+    )
     c.add_argument("--statistics", action="store_true", help="count findings per rule")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     c.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
@@ -126,12 +150,14 @@ def _rules() -> int:
     return 0
 
 
-def _load_config(args):
+def _load_config(args, start: str | None = None):
     from .config import Config, find_config, load_config_file
 
     if args.config:
         return load_config_file(Path(args.config))
-    found = find_config(Path(args.paths[0]) if args.paths else Path.cwd())
+    if start is None:
+        start = args.paths[0] if args.paths else None
+    found = find_config(Path(start) if start else Path.cwd())
     return load_config_file(found) if found else Config()
 
 
@@ -175,21 +201,34 @@ def _check(args) -> int:
     from .lockfile import LockError
     from .report import statistics, summary, to_json, to_text
     from .rules import UnknownRuleError
+    from .terminal import colour_enabled, progress_for, write_coloured
 
+    paths = args.paths or ["."]
+    report_only = None
+    if args.project_root is not None:
+        report_only = args.paths or None
+        paths = [args.project_root]
+    progress = progress_for(sys.stderr)
     try:
-        cfg = _load_config(args)
+        cfg = _load_config(args, paths[0])
         select = _split(args.select)
         if args.extend_select:
             select = (select or cfg.select) + _split(args.extend_select)
         cfg = cfg.with_overrides(select=select, ignore=_split(args.ignore), preset=args.preset)
         fix = args.fix or args.diff
+        if report_only is not None:
+            missing = [p for p in report_only if not os.path.lexists(p)]
+            if missing:
+                raise FileNotFoundError(missing[0])
         result = check(
-            args.paths,
+            paths,
             cfg,
             fix=fix,
             unsafe_fixes=args.unsafe_fixes,
             write=not args.diff,
             jobs=args.jobs,
+            report_only=report_only,
+            progress=progress,
         )
     except (ConfigError, UnknownRuleError, LockError) as e:
         print(f"cachelint: error: {e}", file=sys.stderr)
@@ -197,6 +236,8 @@ def _check(args) -> int:
     except FileNotFoundError as e:
         print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
+    finally:
+        progress.close()
     unsafe = bool(args.unsafe_fixes if args.unsafe_fixes is not None else result.config.unsafe_fixes)
     out = sys.stdout
     for err in result.errors:
@@ -211,14 +252,33 @@ def _check(args) -> int:
             print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
         return 1 if result.file_fixes and not args.exit_zero else 0
     findings = result.findings
-    if args.output_format == "json":
+    fmt = args.output_format
+    if fmt == "json":
         out.write(to_json(findings))
-    elif args.statistics:
-        out.write(statistics(findings, unsafe))
+    elif fmt in ("sarif", "github", "concise"):
+        from . import formats
+
+        if fmt == "sarif":
+            out.write(formats.to_sarif(findings))
+        elif fmt == "github":
+            out.write(formats.to_github(findings))
+        else:
+            out.write(formats.to_concise(findings, unsafe))
+            if not args.quiet:
+                out.write(summary(findings, len(result.fixed), unsafe))
     else:
-        out.write(to_text(findings, unsafe, show_chain=not args.no_chain))
-        if not args.quiet:
-            out.write(summary(findings, len(result.fixed), unsafe))
+        if args.statistics:
+            text = statistics(findings, unsafe)
+        else:
+            text = to_text(findings, unsafe, show_chain=not args.no_chain, frames=True)
+            if not args.quiet:
+                text += summary(findings, len(result.fixed), unsafe)
+        if colour_enabled(out, args.color):
+            write_coloured(text, out)
+        else:
+            out.write(text)
     if args.exit_zero:
         return 0
+    if args.exit_non_zero_on_fix and result.fixed:
+        return 1
     return 1 if findings else 0

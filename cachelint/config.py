@@ -193,8 +193,11 @@ def load_config_file(path: Path) -> Config:
 
 def find_config(start: Path) -> Path | None:
     """Nearest ``pyproject.toml`` with a ``[tool.cachelint]`` table, or a cachelint.toml."""
-    start = start.resolve()
-    if start.is_file():
+    try:
+        start = start.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        start = start.absolute()
+    if not start.is_dir():
         start = start.parent
     for d in (start, *start.parents):
         for name in ("cachelint.toml", ".cachelint.toml"):
@@ -203,10 +206,10 @@ def find_config(start: Path) -> Path | None:
         pp = d / "pyproject.toml"
         if pp.is_file():
             try:
-                text = pp.read_text(encoding="utf-8")
+                data = pp.read_bytes()
             except OSError:
                 continue
-            if "[tool.cachelint" in text:
+            if b"[tool.cachelint" in data:  # then loading it reports any problem
                 return pp
     return None
 

@@ -139,9 +139,18 @@ def _find_repo_root(start: Path) -> Path | None:
     return None
 
 
+def _resolve(p: Path) -> Path:
+    """``Path.resolve`` that survives a symlink loop (such a file is then
+    reported unreadable, CL000, like any file that cannot be opened)."""
+    try:
+        return p.resolve()
+    except (OSError, RuntimeError):
+        return p.absolute()
+
+
 def module_name_for(path: Path) -> tuple[str, bool]:
     """Dotted module name from the package layout: climb while ``__init__.py``."""
-    path = path.resolve()
+    path = _resolve(path)
     is_package = path.name == "__init__.py"
     parts = [] if is_package else [path.stem]
     d = path.parent
@@ -187,7 +196,7 @@ def discover(
         return False
 
     def add(p: Path) -> None:
-        rp = p.resolve()
+        rp = _resolve(p)
         if rp in seen:
             return
         seen.add(rp)
@@ -196,9 +205,9 @@ def discover(
 
     for given in paths:
         root = Path(given)
-        if not root.exists():
+        if not root.exists() and not root.is_symlink():
             raise FileNotFoundError(given)
-        if root.is_file():
+        if root.is_file() or not root.is_dir():  # a file, or a broken or looping link
             add(root)  # explicitly named: always included
             continue
         stack_ignores: list[GitIgnore] = []
@@ -240,7 +249,7 @@ def _unique_modules(files: list[SourceFile]) -> list[SourceFile]:
 def _is_ignored(path: Path, is_dir: bool, ignores: list[GitIgnore]) -> bool:
     result = False
     for gi in ignores:
-        d = gi.decision(path.resolve() if not path.is_absolute() else path, is_dir)
+        d = gi.decision(_resolve(path) if not path.is_absolute() else path, is_dir)
         if d is not None:
             result = d
     return result
@@ -249,7 +258,7 @@ def _is_ignored(path: Path, is_dir: bool, ignores: list[GitIgnore]) -> bool:
 def _walk(directory, ignores, respect_gitignore, excluded, add, visiting: set) -> None:
     try:
         real = directory.resolve()
-    except OSError:
+    except (OSError, RuntimeError):
         return
     if real in visiting:  # symlink loop
         return
@@ -267,11 +276,11 @@ def _walk(directory, ignores, respect_gitignore, excluded, add, visiting: set) -
         p = Path(entry.path)
         try:
             is_dir = entry.is_dir()
-        except OSError:
-            continue
+        except OSError:  # a symlink loop: a .py one is reported unreadable (CL000)
+            is_dir = False
         if excluded(p):
             continue
-        if respect_gitignore and ignores and _is_ignored(p.resolve(), is_dir, ignores):
+        if respect_gitignore and ignores and _is_ignored(_resolve(p), is_dir, ignores):
             continue
         if is_dir:
             _walk(p, ignores, respect_gitignore, excluded, add, visiting)

@@ -52,8 +52,18 @@ def applicable(f: Finding, unsafe_fixes: bool) -> bool:
     return f.fix is not None and (f.fix.applicability is Applicability.SAFE or unsafe_fixes)
 
 
-def compute_fixes(findings: list[Finding], unsafe_fixes: bool) -> list[FileFix]:
+def compute_fixes(
+    findings: list[Finding],
+    unsafe_fixes: bool,
+    digests: dict[str, str] | None = None,
+    progress=None,
+) -> list[FileFix]:
+    """``digests``: each file's :func:`~cachelint.index.source_digest` when it
+    was analysed; a file whose content differs now is not fixed (the
+    findings' positions would be stale)."""
     from codemods.replace_expression import FixError, apply_edits
+
+    from .index import source_digest
 
     by_path: dict[str, list[Finding]] = {}
     for f in findings:
@@ -62,10 +72,16 @@ def compute_fixes(findings: list[Finding], unsafe_fixes: bool) -> list[FileFix]:
     out: list[FileFix] = []
     for path in sorted(by_path):
         fs = sorted(by_path[path], key=lambda f: (f.span.line, f.span.column))
+        if progress is not None:
+            progress.advance()
         try:
             _, text, _, _ = _read(path)
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as e:
             out.append(FileFix(path, "", "", fs, f"cannot read: {e}"))
+            continue
+        expected = (digests or {}).get(path)
+        if expected and source_digest(text) != expected:
+            out.append(FileFix(path, text, text, [], "changed on disk since it was analysed; fix not written"))
             continue
         edits = [e for f in fs for e in f.fix.edits]
         try:
@@ -73,17 +89,40 @@ def compute_fixes(findings: list[Finding], unsafe_fixes: bool) -> list[FileFix]:
         except FixError as e:
             out.append(FileFix(path, text, text, [], f"fix skipped: {e}"))
             continue
+        except (RecursionError, MemoryError) as e:
+            out.append(FileFix(path, text, text, [], f"fix skipped: {type(e).__name__} in the rewriter"))
+            continue
         applied = set(map(id, result.applied))
         fixed = [f for f in fs if all(id(e) in applied for e in f.fix.edits)]
         out.append(FileFix(path, text, result.code, fixed))
     return out
 
 
-def write_fix(ff: FileFix) -> str | None:
-    """Write one fixed file atomically. Returns an error message or None."""
+def _inside(path: str, roots: list[str]) -> bool:
+    for root in roots:
+        r = os.path.realpath(root)
+        if path == r or path.startswith(r.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def write_fix(ff: FileFix, roots: list[str] | None = None) -> str | None:
+    """Write one fixed file atomically. Returns an error message or None.
+
+    The new content goes to a temporary file in the same directory, is
+    flushed to disk, gets the old file's mode (and owner, where allowed), and
+    replaces the file with one ``os.replace``: a reader, or a crash at any
+    moment, sees the old file or the new one, never a mix. A symbolic link
+    stays a link: the file it points to is rewritten, but only if that file
+    lies inside ``roots`` (the paths cachelint was given), since cachelint
+    never writes outside them.
+    """
+    target = os.path.realpath(ff.path)
+    if roots is not None and not _inside(target, roots):
+        return f"{ff.path}: links to {target}, outside the checked paths; fix not written"
     try:
-        data, text, enc, bom = _read(ff.path)
-    except OSError as e:
+        data, text, enc, bom = _read(target)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as e:
         return f"{ff.path}: cannot re-read before writing: {e}"
     if text != ff.old:
         return f"{ff.path}: changed on disk since it was read; fix not written"
@@ -91,21 +130,38 @@ def write_fix(ff: FileFix) -> str | None:
         return None
     try:
         compile(ff.new, ff.path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as e:
-        return f"{ff.path}: rewritten code does not compile ({e}); fix not written"
-    payload = ff.new.encode(enc if not bom else "utf-8")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        return f"{ff.path}: rewritten code does not compile ({type(e).__name__}: {e}); fix not written"
+    try:
+        payload = ff.new.encode(enc if not bom else "utf-8")
+    except UnicodeEncodeError as e:
+        return f"{ff.path}: the fix cannot be written in the file's encoding {enc} ({e}); fix not written"
     if bom:
         payload = b"\xef\xbb\xbf" + payload
-    directory = os.path.dirname(os.path.abspath(ff.path))
-    st = os.stat(ff.path)
-    fd, tmp = tempfile.mkstemp(prefix=".cachelint-", suffix=".tmp", dir=directory)
+    directory = os.path.dirname(target)
+    try:
+        st = os.stat(target)
+        fd, tmp = tempfile.mkstemp(prefix=".cachelint-", suffix=".tmp", dir=directory)
+    except OSError as e:
+        return f"{ff.path}: cannot write next to the file: {e}; fix not written"
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        os.replace(tmp, ff.path)
+        if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass
+        os.replace(tmp, target)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return f"{ff.path}: cannot write the fix: {e}; file left unchanged"
     except BaseException:
         try:
             os.unlink(tmp)

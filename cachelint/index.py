@@ -27,6 +27,7 @@ offsets, the unit LibCST and editors use.
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
 import re
 import tokenize
@@ -152,6 +153,7 @@ class FileIndex:
     # reads of watched attribute names (only when indexed with `watch`):
     # (function qualname, expr, line, column, end_line, end_column, guard)
     reads: list = field(default_factory=list)
+    digest: str = ""  # of the decoded source: the fixer refuses a file changed since
 
 
 def _last_name(e: Expr) -> str | None:
@@ -793,16 +795,20 @@ def index_source(source: str, path: str, module: str, is_package: bool, watch: f
     """Index one module. ``watch``: attribute names whose reads to record in ``reads``."""
     fi = FileIndex(path=path, module=module, is_package=is_package)
     fi.n_lines = source.count("\n") + 1
+    fi.digest = source_digest(source)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(source, filename=path, type_comments=False)
     except SyntaxError as e:
-        col = (e.offset or 1) - 1
-        fi.error = (f"SyntaxError: {e.msg}", e.lineno or 1, max(col, 0))
+        line, col = e.lineno or 1, max((e.offset or 1) - 1, 0)
+        if e.lineno is None:
+            line, col = _null_byte_position(source)
+        fi.error = (f"SyntaxError: {e.msg}", line, col)
         return fi
-    except (ValueError, RecursionError, MemoryError) as e:  # null bytes, too deep
-        fi.error = (f"{type(e).__name__}: {e}", 1, 0)
+    except (ValueError, RecursionError, MemoryError) as e:  # null bytes (3.10), too deep
+        line, col = _null_byte_position(source) if isinstance(e, ValueError) else (1, 0)
+        fi.error = (f"{type(e).__name__}: {e}", line, col)
         return fi
     fi.suppressions = parse_suppressions(source)
     ix = _Indexer(fi, _ColumnMap(source), watch)
@@ -815,6 +821,17 @@ def index_source(source: str, path: str, module: str, is_package: bool, watch: f
         f.calls.sort(key=lambda c: (c.line, c.column))
     fi.module_calls.sort(key=lambda c: (c.line, c.column))
     return fi
+
+
+def _null_byte_position(source: str) -> tuple[int, int]:
+    nul = source.find("\0")
+    if nul < 0:
+        return 1, 0
+    return source.count("\n", 0, nul) + 1, nul - (source.rfind("\n", 0, nul) + 1)
+
+
+def source_digest(source: str) -> str:
+    return hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def read_source(path: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 from .model import Applicability, Finding
@@ -60,19 +61,110 @@ def _short(qn: str) -> str:
     return ".".join(parts[-2:]) if len(parts) >= 2 else qn
 
 
-def to_text(findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True) -> str:
+def to_text(findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True, frames: bool = False) -> str:
     lines = []
+    sources = SourceLines()
     for f in findings:
         mark = ""
         if f.fix is not None and (f.fix.applicability is Applicability.SAFE or unsafe_fixes):
             mark = "[*] "
         lines.append(f"{f.path}:{f.span.line}:{_col1(f.span.column)}: {f.code} {mark}{f.message}")
+        if frames:
+            lines.extend(code_frame(f, sources.get(f.path)))
         if show_chain and f.hot_path:
             kind = f.data.get("hot_kind") or "hot"
             lines.append(f"  = hot path ({kind}): " + " -> ".join(_short(x) for x in f.hot_path))
         if f.fix is not None:
             lines.append(f"  = fix ({f.fix.applicability.value}): {f.fix.message}")
+        if frames:
+            lines.append("")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+class SourceLines:
+    """Each reported file's lines, read once (None if it cannot be decoded)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, list[str] | None] = {}
+
+    def get(self, path: str) -> list[str] | None:
+        if path not in self._cache:
+            from .index import read_source
+
+            try:
+                # Python's own line breaks only (str.splitlines also splits
+                # at form feeds and other separators Python does not count)
+                lines = _LINE_BREAK.split(read_source(path))
+                if lines and lines[-1] == "":
+                    lines.pop()
+                self._cache[path] = lines
+            except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+                self._cache[path] = None
+        return self._cache[path]
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_CONTROL = {c: "\ufffd" for c in range(32) if c != 9}
+_CONTROL.update({127: "\ufffd"})
+MAX_FRAME_LINES = 6
+TAB = 4
+
+
+def _cells(s: str) -> int:
+    """Display width: tabs expanded, wide (East Asian) characters count two."""
+    import unicodedata
+
+    width = 0
+    for ch in s:
+        if ch == "\t":
+            width += TAB - width % TAB
+        elif unicodedata.combining(ch):
+            continue
+        else:
+            width += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+    return width
+
+
+def _display_line(s: str) -> str:
+    # control characters (ANSI escapes in a source string) are never sent to
+    # the terminal as they are
+    return s.translate(_CONTROL).expandtabs(TAB)
+
+
+def code_frame(f: Finding, lines: list[str] | None) -> list[str]:
+    """ruff-style frame: the finding's lines with one line of context around,
+    a gutter of line numbers, and carets under the span."""
+    if not lines:
+        return []
+    first, last = f.span.line, max(f.span.end_line, f.span.line)
+    if first < 1 or first > len(lines):
+        return []
+    last = min(last, len(lines))
+    shown = list(range(max(1, first - 1), min(len(lines), last + 1) + 1))
+    if last - first + 1 > MAX_FRAME_LINES:
+        keep = set(range(first - 1, first + 3)) | set(range(last - 1, last + 2))
+        shown = [n for n in shown if n in keep]
+    width = len(str(shown[-1]))
+    pad = " " * width
+    out = [f"{pad} |"]
+    prev = None
+    for n in shown:
+        if prev is not None and n != prev + 1:
+            out.append(f"{pad} |" + " ...")
+        prev = n
+        text = lines[n - 1]
+        out.append(f"{n:>{width}} | {_display_line(text)}".rstrip())
+        if first <= n <= last:
+            start = f.span.column if n == first else len(text) - len(text.lstrip())
+            end = f.span.end_column if n == last else len(text.rstrip())
+            start = min(start, len(text))
+            end = min(max(end, start), len(text))
+            lead = _cells(text[:start])
+            marks = max(1, _cells(text[:end]) - lead)
+            label = f" {f.code}" if n == last else ""
+            out.append(f"{pad} | " + " " * lead + "^" * marks + label)
+    out.append(f"{pad} |")
+    return out
 
 
 def summary(findings: list[Finding], fixed: int, unsafe_fixes: bool) -> str:
