@@ -79,7 +79,7 @@ def write_coloured(text: str, stream: TextIO) -> None:
                 if m.group(group) is not None:
                     t.stylize(style, m.start(group), m.end(group))
     console = Console(file=stream, force_terminal=True, highlight=False, soft_wrap=True, emoji=False, markup=False)
-    console.print(t)
+    console.print(t, end="")
 
 
 # --- progress ----------------------------------------------------------------

