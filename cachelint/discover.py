@@ -276,13 +276,15 @@ def _walk(directory, ignores, respect_gitignore, excluded, add, visiting: set) -
         p = Path(entry.path)
         try:
             is_dir = entry.is_dir()
+            # a FIFO or socket is skipped; a broken link is reported unreadable
+            is_file = entry.is_file() or entry.is_symlink()
         except OSError:  # a symlink loop: a .py one is reported unreadable (CL000)
-            is_dir = False
+            is_dir, is_file = False, True
         if excluded(p):
             continue
         if respect_gitignore and ignores and _is_ignored(_resolve(p), is_dir, ignores):
             continue
         if is_dir:
             _walk(p, ignores, respect_gitignore, excluded, add, visiting)
-        elif entry.name.endswith(".py"):
+        elif is_file and entry.name.endswith(".py"):
             add(p)

@@ -29,7 +29,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import os
 import re
+import stat
 import tokenize
 import warnings
 from dataclasses import dataclass, field
@@ -835,8 +837,14 @@ def source_digest(source: str) -> str:
 
 
 def read_source(path: str) -> str:
-    """Decode like Python does (PEP 263 cookie, BOM); raises on failure."""
-    with open(path, "rb") as fh:
+    """Decode like Python does (PEP 263 cookie, BOM); raises on failure.
+
+    Opened non-blocking and checked to be a regular file, so a FIFO or a
+    device named ``*.py`` is an unreadable file (CL000), not a hang."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"not a regular file: {path}")
         data = fh.read()
     enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     text = data.decode(enc)
