@@ -198,3 +198,37 @@ def test_code_frame_edge_cases(tmp_path):
     # a position past the end of the file (a truncated file): no frame
     assert code_frame(Finding("CL000", "m.py", Span(9, 0, 9, 0), "m"), lines) == []
     assert code_frame(Finding("CL000", "m.py", Span(1, 0, 1, 0), "m"), None) == []
+
+
+def test_ci_doc_workflow_runs(project, sarif_schema):
+    """docs/ci.md's GitHub Actions job: well-formed, and its cachelint steps,
+    run here as the runner would run them, give annotations and a valid SARIF
+    file for upload-sarif."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from .helpers import REPO
+
+    doc = (REPO / "docs" / "ci.md").read_text()
+    block = re.search(r"```yaml\n(name: cachelint\n.*?)```", doc, re.S).group(1)
+    workflow = yaml.safe_load(block)
+    assert workflow["permissions"]["security-events"] == "write"
+    steps = workflow["jobs"]["cachelint"]["steps"]
+    upload = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
+    runs = [s["run"] for s in steps if "run" in s and s["run"].startswith("cachelint ")]
+    assert len(runs) == 2
+    env = dict(__import__("os").environ)
+    env["PYTHONPATH"] = str(REPO)
+    results = []
+    for cmd in runs:
+        cmd = cmd.replace("cachelint ", f"{sys.executable} -m cachelint ", 1)
+        results.append(subprocess.run(cmd, shell=True, cwd=project, env=env, capture_output=True, text=True))
+    annotations, sarif = results
+    assert annotations.returncode == 1  # findings fail the job
+    assert all(GITHUB.match(line) for line in annotations.stdout.splitlines())
+    assert sarif.returncode == 0  # the SARIF step never fails, so the upload runs
+    log = json.loads((project / upload["with"]["sarif_file"]).read_text())
+    _validate(sarif_schema, log)
+    assert len(log["runs"][0]["results"]) == 8

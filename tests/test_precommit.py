@@ -175,3 +175,30 @@ def test_fix_hook_fixes_passed_files_and_fails_when_it_changed_them(project, hoo
     proc = _pre_commit(project, hook_env, "run", "cachelint-fix", "--hook-stage", "manual", "--files", "pkg/users.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (project / "pkg" / "users.py").read_text() == fixed
+
+
+def test_exit_non_zero_on_fix_and_project_root_from_the_cli(tmp_path):
+    from .helpers import FIXTURES, run_cli
+
+    for flag, expected in (((), 0), (("--exit-non-zero-on-fix",), 1)):
+        proj = tmp_path / f"p{expected}"
+        shutil.copytree(FIXTURES / "guards" / "before", proj)
+        proc = run_cli("check", ".", "--fix", "--unsafe-fixes", *flag, cwd=proj)
+        assert "7 fixed, 0 remaining" in proc.stdout
+        assert proc.returncode == expected
+    # nothing to fix: exit 0 even with the flag
+    assert run_cli("check", ".", "--fix", "--exit-non-zero-on-fix", "--unsafe-fixes", cwd=proj).returncode == 0
+    # --project-root: fixes only in the listed files; a missing listed file is an error
+    proj = tmp_path / "scoped"
+    (proj / "pkg").mkdir(parents=True)
+    (proj / "pkg" / "__init__.py").write_text("")
+    (proj / "pkg" / "config.py").write_text(CONFIG_PY)
+    (proj / "pkg" / "users.py").write_text(USERS_PY)
+    (proj / "pkg" / "more_users.py").write_text(USERS_PY)
+    (proj / "pyproject.toml").write_text(PYPROJECT)
+    proc = run_cli("check", "--project-root", ".", "--fix", "pkg/more_users.py", cwd=proj)
+    assert proc.returncode == 0 and "1 fixed" in proc.stdout, proc.stdout + proc.stderr
+    assert (proj / "pkg" / "users.py").read_text() == USERS_PY
+    assert "config.cache.encoder_len" in (proj / "pkg" / "more_users.py").read_text()
+    proc = run_cli("check", "--project-root", ".", "pkg/gone.py", cwd=proj)
+    assert proc.returncode == 2 and "no such file or directory: pkg/gone.py" in proc.stderr
