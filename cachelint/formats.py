@@ -38,7 +38,9 @@ def _uri(path: str) -> tuple[str, str | None]:
     p = Path(path)
     if p.is_absolute():
         return p.as_uri(), None
-    return quote(p.as_posix()), "%SRCROOT%"
+    # bytes, so a file name that is not valid UTF-8 (surrogate-escaped by
+    # os.scandir) is percent-encoded as the bytes it has on disk
+    return quote(os.fsencode(p.as_posix())), "%SRCROOT%"
 
 
 def _location(path: str) -> dict:

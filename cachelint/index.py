@@ -858,6 +858,10 @@ def index_file(path: str, module: str, is_package: bool) -> FileIndex:
         source = read_source(path)
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as e:
         fi = FileIndex(path=path, module=module, is_package=is_package)
-        fi.error = (f"cannot read file: {type(e).__name__}: {e}", 1, 0)
+        line, col = 1, 0
+        if isinstance(e, UnicodeDecodeError) and isinstance(e.object, bytes):  # point at the bad byte
+            line = e.object.count(b"\n", 0, e.start) + 1
+            col = e.start - (e.object.rfind(b"\n", 0, e.start) + 1)
+        fi.error = (f"cannot read file: {type(e).__name__}: {e}", line, col)
         return fi
     return index_source(source, path, module, is_package)

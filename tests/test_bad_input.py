@@ -66,7 +66,7 @@ def test_broken_files_are_findings_and_the_rest_is_still_checked(project):
     expect = {
         "pkg/bad/syntax.py": (1, 7, "SyntaxError"),
         "pkg/bad/nul.py": (2, 6, "null bytes"),
-        "pkg/bad/undecodable.py": (1, 1, "UnicodeDecodeError"),
+        "pkg/bad/undecodable.py": (2, 6, "UnicodeDecodeError"),
         "pkg/bad/unknown_codec.py": (1, 1, "unknown encoding: klingon"),
         "pkg/bad/loop_a.py": (1, 1, "Too many levels of symbolic links"),
         "pkg/bad/loop_b.py": (1, 1, "Too many levels of symbolic links"),
@@ -83,6 +83,24 @@ def test_broken_files_are_findings_and_the_rest_is_still_checked(project):
     proc = run_cli("check", ".", "--fix", "-q", cwd=project, timeout=120)
     assert "Traceback" not in proc.stderr
     assert (project / "pkg/users.py").read_text().count(FIXED_CALL) == 4
+
+
+def test_file_name_that_is_not_utf8_in_every_format(project):
+    (project / "pkg").joinpath(os.fsdecode(b"caf\xe9.py")).write_bytes(b"def f(:\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = {}
+    for fmt in ("text", "concise", "json", "sarif", "github"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "cachelint", "check", ".", "--output-format", fmt],
+            cwd=project, env=env, capture_output=True,
+        )
+        err = proc.stderr.decode("utf-8", "replace")
+        assert proc.returncode == 1, (fmt, err)
+        assert "Traceback" not in err and "internal error" not in err, (fmt, err)
+        out[fmt] = proc.stdout.decode("utf-8", "surrogateescape")
+    sarif = json.loads(out["sarif"])
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in sarif["runs"][0]["results"]}
+    assert "pkg/caf%E9.py" in uris  # the bytes on disk, percent-encoded
 
 
 def test_explicitly_named_broken_paths(project):
