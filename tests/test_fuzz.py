@@ -60,10 +60,22 @@ def _fix_twice(program: str, *, before_use: bool) -> None:
         cfg = load_config_file(root / "pyproject.toml")
         cwd = os.getcwd()
         os.chdir(root)
+        original = users.read_text(encoding="utf-8")
+        try:
+            compile(original, "users.py", "exec", dont_inherit=True)
+            compiled_before = True
+        except (SyntaxError, ValueError):  # e.g. a __future__ import after USE
+            compiled_before = False
         try:
             first = api.check(["."], cfg, fix=True, unsafe_fixes=True)  # must not raise
             after_first = users.read_text(encoding="utf-8")
-            _compiles(after_first, "users.py")  # still parses after the fix
+            if compiled_before:
+                _compiles(after_first, "users.py")  # still compiles after the fix
+            else:
+                assert after_first == original  # never "fixed" into something else
+            if compiled_before and not any(n in program for n in ("Config", "probe_encoder", "use_it", "config")):
+                # nothing in the generated code interferes: the known use is fixed
+                assert any(f.function and f.function.endswith("use_it") for f in first.fixed), first.findings
             second = api.check(["."], cfg, fix=True, unsafe_fixes=True)
             assert second.fixed == [], "a second --fix found more to fix"
             assert users.read_text(encoding="utf-8") == after_first  # idempotent
