@@ -160,8 +160,10 @@ def check(
     by_path = analysis.program.modules_by_path
     findings = [f for f in findings if not _suppressed(f, by_path.get(f.path))]
     if report_only is not None:
+        # findings in the given files, and those about the project itself
+        # (a broken invariant of cachelint.lock, reported at the lock)
         inside = _within(report_only)
-        findings = [f for f in findings if inside(f.path)]
+        findings = [f for f in findings if inside(f.path) or not f.path.endswith(".py")]
     findings.sort(key=lambda f: (f.path, f.span.line, f.span.column, f.code))
     result = Result(findings=findings, files=len(files), config=analysis.config)
     if unsafe_fixes is None:
