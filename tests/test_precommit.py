@@ -202,3 +202,21 @@ def test_exit_non_zero_on_fix_and_project_root_from_the_cli(tmp_path):
     assert "config.cache.encoder_len" in (proj / "pkg" / "more_users.py").read_text()
     proc = run_cli("check", "--project-root", ".", "pkg/gone.py", cwd=proj)
     assert proc.returncode == 2 and "no such file or directory: pkg/gone.py" in proc.stderr
+
+
+def test_project_level_findings_are_kept_when_reporting_only_some_files(tmp_path):
+    """A broken invariant of cachelint.lock is reported at the lock, which
+    pre-commit never passes: the hook must still report it."""
+    from .helpers import FIXTURES, run_cli
+
+    proj = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "guards" / "before", proj)
+    assert run_cli("check", ".", "--fix", "-q", cwd=proj).returncode == 1  # unsafe ones remain
+    assert (proj / "cachelint.lock").is_file()
+    config = proj / "pkg" / "config.py"
+    text = config.read_text()
+    config.write_text(text[: text.index("    def __post_init__")].rstrip() + "\n")  # the fill is gone
+    proc = run_cli("check", "--project-root", ".", "pkg/__init__.py", "--output-format", "concise", cwd=proj)
+    assert proc.returncode == 1
+    lines = [line for line in proc.stdout.splitlines() if ": CL" in line]
+    assert len(lines) == 1 and lines[0].startswith("cachelint.lock:") and " CL003 " in lines[0], proc.stdout
