@@ -184,7 +184,7 @@ def write_fix(ff: FileFix, roots: list[str] | None = None) -> str | None:
     if roots is not None and not _inside(target, roots):
         return f"{ff.path}: links to {target}, outside the checked paths; fix not written"
     try:
-        data, text, enc, bom = _read(target)
+        _, text, enc, bom = _read(target)
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as e:
         return f"{ff.path}: cannot re-read before writing: {e}"
     if text != ff.old:

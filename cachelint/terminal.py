@@ -51,17 +51,17 @@ def progress_enabled(stream: TextIO) -> bool:
 
 _STYLES = (
     # finding header: path:line:col: CODE [*]
-    (re.compile(r"^(?P<path>[^\s|=][^\n]*?):(?P<pos>\d+:\d+):", re.M), {"path": "bold", "pos": "dim"}),
-    (re.compile(r"^[^\s|=][^\n]*?:\d+:\d+: (?P<code>[A-Z]+\d+)(?: (?P<fix>\[\*\]))?", re.M), {"code": "bold red", "fix": "cyan"}),
+    (re.compile(r"^(?P<path>[^\s|=][^\n]*?):(?P<pos>\d+:\d+):", re.MULTILINE), {"path": "bold", "pos": "dim"}),
+    (re.compile(r"^[^\s|=][^\n]*?:\d+:\d+: (?P<code>[A-Z]+\d+)(?: (?P<fix>\[\*\]))?", re.MULTILINE), {"code": "bold red", "fix": "cyan"}),
     # code frame gutter and carets
-    (re.compile(r"^(?P<gutter> *\d* \|)", re.M), {"gutter": "bold blue"}),
-    (re.compile(r"^ *\| *(?P<carets>\^+)(?P<label> [A-Z]+\d+)?$", re.M), {"carets": "bold red", "label": "bold red"}),
+    (re.compile(r"^(?P<gutter> *\d* \|)", re.MULTILINE), {"gutter": "bold blue"}),
+    (re.compile(r"^ *\| *(?P<carets>\^+)(?P<label> [A-Z]+\d+)?$", re.MULTILINE), {"carets": "bold red", "label": "bold red"}),
     # notes under a finding
-    (re.compile(r"^(?P<eq>  =) (?P<what>hot path|fix)", re.M), {"eq": "bold blue", "what": "bold"}),
-    (re.compile(r"^  = fix \((?P<safe>safe)\)|^  = fix \((?P<unsafe>unsafe)\)", re.M), {"safe": "green", "unsafe": "yellow"}),
+    (re.compile(r"^(?P<eq>  =) (?P<what>hot path|fix)", re.MULTILINE), {"eq": "bold blue", "what": "bold"}),
+    (re.compile(r"^  = fix \((?P<safe>safe)\)|^  = fix \((?P<unsafe>unsafe)\)", re.MULTILINE), {"safe": "green", "unsafe": "yellow"}),
     # summary
-    (re.compile(r"^(?P<ok>All checks passed!)$", re.M), {"ok": "bold green"}),
-    (re.compile(r"^(?P<found>Found \d+ errors?\.)", re.M), {"found": "bold"}),
+    (re.compile(r"^(?P<ok>All checks passed!)$", re.MULTILINE), {"ok": "bold green"}),
+    (re.compile(r"^(?P<found>Found \d+ errors?\.)", re.MULTILINE), {"found": "bold"}),
 )
 
 
@@ -115,7 +115,13 @@ class TerminalProgress(Progress):
             if total is None or total < self.min_files:
                 return
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+            from rich.progress import Progress as Bar
 
             console = Console(file=self.stream, stderr=self.stream is sys.stderr)
             self._bar = Bar(

@@ -157,11 +157,11 @@ def test_latin1_file_is_fixed_in_its_encoding(project):
 def test_mode_is_kept_and_no_temp_files_left(project):
     users = project / "pkg" / "users.py"
     users.chmod(0o754)
-    before = set(p.name for p in users.parent.iterdir())
+    before = {p.name for p in users.parent.iterdir()}
     run_cli("check", ".", "--fix", cwd=project)
     assert stat.S_IMODE(users.stat().st_mode) == 0o754
     assert users.read_text().count(FIXED_CALL) == 4
-    assert set(p.name for p in users.parent.iterdir()) == before
+    assert {p.name for p in users.parent.iterdir()} == before
 
 
 def test_symlinked_file_is_fixed_through_the_link_only_inside_the_paths(project, tmp_path):

@@ -212,7 +212,7 @@ def test_ci_doc_workflow_runs(project, sarif_schema):
     from .helpers import REPO
 
     doc = (REPO / "docs" / "ci.md").read_text()
-    block = re.search(r"```yaml\n(name: cachelint\n.*?)```", doc, re.S).group(1)
+    block = re.search(r"```yaml\n(name: cachelint\n.*?)```", doc, re.DOTALL).group(1)
     workflow = yaml.safe_load(block)
     assert workflow["permissions"]["security-events"] == "write"
     steps = workflow["jobs"]["cachelint"]["steps"]
