@@ -9,6 +9,7 @@ kept), and only if it did not change on disk since it was read.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import gc
 import io
@@ -17,6 +18,7 @@ import re
 import stat
 import tempfile
 import tokenize
+import warnings
 from dataclasses import dataclass, field, replace
 
 from .model import Applicability, Finding, Span
@@ -48,6 +50,15 @@ def _read(path: str) -> tuple[bytes, str, str, bool]:
     bom = data.startswith(b"\xef\xbb\xbf")
     text = data.decode("utf-8-sig" if bom else enc)
     return data, text, enc, bom
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Compiling the analysed code must not print its SyntaxWarnings
+    (``x is 1``, ``1()``) as if they were cachelint's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def applicable(f: Finding, unsafe_fixes: bool) -> bool:
@@ -87,10 +98,11 @@ def compute_fixes(
             continue
         edits = [e for f in fs for e in f.fix.edits]
         try:
-            if len(text) >= WINDOW_MIN_CHARS:
-                result = _apply_windowed(text, edits, path)
-            else:
-                result = apply_edits(text, edits, filename=path)
+            with _quiet():
+                if len(text) >= WINDOW_MIN_CHARS:
+                    result = _apply_windowed(text, edits, path)
+                else:
+                    result = apply_edits(text, edits, filename=path)
         except FixError as e:
             out.append(FileFix(path, text, text, [], f"fix skipped: {e}"))
             continue
@@ -192,7 +204,8 @@ def write_fix(ff: FileFix, roots: list[str] | None = None) -> str | None:
     if ff.new == ff.old:
         return None
     try:
-        compile(ff.new, ff.path, "exec", dont_inherit=True)
+        with _quiet():
+            compile(ff.new, ff.path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         return f"{ff.path}: rewritten code does not compile ({type(e).__name__}: {e}); fix not written"
     try:

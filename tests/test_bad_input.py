@@ -356,3 +356,12 @@ def test_config_object_of_the_api_is_not_needed_for_bad_files(tmp_path):
     finally:
         os.chdir(cwd)
     assert sorted((f.path, f.code) for f in res.findings) == [("a.py", "CL000"), ("b.py", "CL000")]
+
+
+def test_syntax_warnings_of_the_analysed_code_are_not_printed(project):
+    users = project / "pkg" / "users.py"
+    users.write_text(users.read_text() + "\n\ndef odd(x):\n    return 1() if x is 1 else x\n")
+    proc = run_cli("check", ".", "--fix", "--unsafe-fixes", "-q", cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SyntaxWarning" not in proc.stderr, proc.stderr
+    assert users.read_text().count(FIXED_CALL) == 7
