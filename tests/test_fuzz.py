@@ -149,3 +149,34 @@ def test_vllm_tree(version, tmp_path):
     assert rc in (0, 1)
     if version == "0.10.2":  # the seed sites (tests/test_vllm.py) at least were rewritten
         assert changed >= 3
+
+
+@settings(FUZZ, max_examples=60)
+@given(
+    data=st.one_of(
+        st.binary(max_size=400),
+        st.text(max_size=400).map(lambda t: t.encode("utf-8", "surrogatepass")),
+        hypothesmith.from_grammar().map(lambda t: t.encode("utf-8")).flatmap(
+            # a valid program with a few bytes flipped, cut or inserted
+            lambda b: st.tuples(st.just(b), st.integers(0, max(len(b), 1)), st.binary(max_size=3)).map(
+                lambda x: x[0][: x[1]] + x[2] + x[0][x[1] + 1 :]
+            )
+        ),
+    )
+)
+def test_arbitrary_bytes_never_crash(data):
+    """Any file content: a CL000 finding or none, never an exception, and the
+    file next to it is still checked."""
+    with tempfile.TemporaryDirectory(prefix="cachelint-bytes-") as d:
+        root = Path(d) / "proj"
+        shutil.copytree(FIXTURES / "guards" / "before", root)
+        (root / "pkg" / "noise.py").write_bytes(data)
+        cfg = load_config_file(root / "pyproject.toml")
+        cwd = os.getcwd()
+        os.chdir(root)
+        try:
+            res = api.check(["."], cfg)
+        finally:
+            os.chdir(cwd)
+        assert all(f.code == "CL000" for f in res.findings if f.path == "pkg/noise.py")
+        assert sum(f.path == "pkg/users.py" for f in res.findings) == 7
