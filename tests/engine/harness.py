@@ -192,3 +192,14 @@ def median(xs: list[float]) -> float:
     s = sorted(xs)
     n = len(s)
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def latency(original: list[list[float]], rewritten: list[list[float]]) -> str:
+    """Per-step latency of both versions: median over all decode steps, and the best loop's median
+    (the loop least disturbed by other load on a shared machine), each as a ratio rewritten/original."""
+    a_all = median([x for loop in original for x in loop])
+    b_all = median([x for loop in rewritten for x in loop])
+    a_best = min(median(loop) for loop in original if loop)
+    b_best = min(median(loop) for loop in rewritten if loop)
+    return (f"per-step median {a_all * 1e3:.2f} ms -> {b_all * 1e3:.2f} ms (ratio {b_all / a_all:.3f}); "
+            f"best loop {a_best * 1e3:.2f} ms -> {b_best * 1e3:.2f} ms (ratio {b_best / a_best:.3f})")

@@ -31,6 +31,9 @@ from pathlib import Path
 os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+# Let the OS place the engine's threads: on a shared machine a thread pinned to a
+# busy core makes the latency numbers meaningless.
+os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
 
 sys.path.append(str(Path(__file__).resolve().parent))  # models.py, after the vLLM under test
 
@@ -99,10 +102,12 @@ def prompts_for(spec: dict) -> list:
     return list(spec["prompts"])
 
 
-def decode_loop_seconds(engine, prompt, params, loops: int) -> list[float]:
-    """Per-step wall time of the decode steps (the first, prefill step excluded) of `loops` requests."""
-    steps: list[float] = []
+def decode_loop_seconds(engine, prompt, params, loops: int) -> list[list[float]]:
+    """Per-step wall time of the decode steps (the first, prefill step excluded), one list per request."""
+    out: list[list[float]] = []
     for i in range(loops):
+        steps: list[float] = []
+        out.append(steps)
         engine.add_request(f"latency-{i}", prompt, params)
         first = True
         while engine.has_unfinished_requests():
@@ -112,7 +117,7 @@ def decode_loop_seconds(engine, prompt, params, loops: int) -> list[float]:
             if not first:
                 steps.append(dt)
             first = False
-    return steps
+    return out
 
 
 def run_model(spec: dict) -> dict:

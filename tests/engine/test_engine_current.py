@@ -30,7 +30,7 @@ import sys
 import pytest
 
 from .conftest import note
-from .harness import HERE, diff, fixable, installed_vllm, median, report, rewrite, run_probe, vllm_version
+from .harness import HERE, diff, fixable, installed_vllm, latency, report, rewrite, run_probe, vllm_version
 
 VERSION = vllm_version()
 
@@ -164,9 +164,7 @@ def test_engine_equivalent(tier, model, device, vllm_pkg, findings, tiny_models,
         kinds = {g["spec_type"] for g in orig["kv_cache"]["groups"]}
         assert "CrossAttentionSpec" in kinds, kinds
     if orig.get("step_seconds") and new.get("step_seconds"):
-        a, b = median(orig["step_seconds"]), median(new["step_seconds"])
-        note("current", f"{device} {model} tier {tier}: per-step median {a * 1e3:.2f} ms -> {b * 1e3:.2f} ms, "
-                        f"ratio rewritten/original {b / a:.3f}")
+        note("current", f"{device} {model} tier {tier}: {latency(orig['step_seconds'], new['step_seconds'])}")
     assert orig["outputs"] == new["outputs"], "greedy tokens differ"
     assert diff(orig, new) == []
 

