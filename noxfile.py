@@ -57,6 +57,18 @@ SEED_DEPS = [
 ]
 
 
+_PRUNE = """
+import importlib.util, pathlib, sys
+spec = importlib.util.find_spec(sys.argv[1])
+root = pathlib.Path(list(spec.submodule_search_locations)[0])
+freed = 0
+for so in root.rglob("*.so"):
+    freed += so.stat().st_size
+    so.unlink()
+print(f"pruned {freed / 2**20:.0f} MiB of compiled extensions from {root}")
+"""
+
+
 def _du(path: Path) -> int:
     total = 0
     for dirpath, _, files in os.walk(path):
@@ -80,6 +92,9 @@ def _provision(session: nox.Session, recipe: list[list[str]]) -> None:
     for step in recipe:
         if step[0] == "uninstall":
             session.run("python", "-m", "pip", "uninstall", "-y", *step[1:], silent=True)
+        elif step[0] == "prune-extensions":
+            # compiled extensions of a CUDA build, which cannot load without CUDA
+            session.run("python", "-c", _PRUNE, step[1])
         else:
             session.run("python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
                         "-c", str(constraints), *step)
@@ -117,6 +132,8 @@ def engine_seed(session: nox.Session) -> None:
     _provision(session, [
         [TORCH],
         ["--no-deps", "--find-links", str(wheels), SEED_VLLM],
+        # its CUDA kernels (1.3 GB) cannot load beside the CPU torch; the configuration code does not need them
+        ["prune-extensions", "vllm"],
         [*SEED_DEPS],
         ["libcst>=1.1", "pytest>=7"],
     ])
