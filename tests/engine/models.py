@@ -96,8 +96,19 @@ def _build(name: str, make) -> Path:
         make(tmp)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
-        (dest / ".complete").write_text("ok\n")
+        (dest / ".complete").write_text(_transformers_version() + "\n")
+        # an older recipe's build for the same transformers is stale; other versions' builds are kept
+        for old in root.glob(f"{name}-*"):
+            marker = old / ".complete"
+            if old != dest and marker.exists() and marker.read_text().strip() == _transformers_version():
+                shutil.rmtree(old, ignore_errors=True)
     return dest
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
 
 
 def _make_llama(out: Path) -> None:

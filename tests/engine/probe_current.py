@@ -13,8 +13,13 @@ and its state can be read. For each model in ARGS it records:
   ``max_memory_usage_bytes``), the model runner's copy if it has one, and the
   shapes of the KV-cache tensors it allocated;
 * ``num_gpu_blocks``: ``cache_config.num_gpu_blocks``;
-* ``step_seconds``: wall time of every decode step of several short decode
-  loops (one request each), for the latency ratio. It is reported, never asserted.
+* ``step_seconds`` and ``step_cpu_seconds``: wall time and process CPU time of
+  every decode step of several short decode loops (one request each), for the
+  latency ratio. They are reported, never asserted.
+
+With ``watch`` in ARGS (sites: ``path`` and ``function``) it also counts how
+often each site's function ran (``executed``), so a fix whose code never ran
+is not mistaken for one shown harmless.
 """
 
 from __future__ import annotations
@@ -102,22 +107,30 @@ def prompts_for(spec: dict) -> list:
     return list(spec["prompts"])
 
 
-def decode_loop_seconds(engine, prompt, params, loops: int) -> list[list[float]]:
-    """Per-step wall time of the decode steps (the first, prefill step excluded), one list per request."""
-    out: list[list[float]] = []
+def decode_loop_seconds(engine, prompt, params, loops: int) -> tuple[list[list[float]], list[list[float]]]:
+    """Wall time and process CPU time of each decode step (the first, prefill step excluded), one list per request.
+
+    CPU time is what other load on a shared machine inflates least: a step that
+    waits for a core is charged only the time it ran.
+    """
+    wall: list[list[float]] = []
+    cpu: list[list[float]] = []
     for i in range(loops):
-        steps: list[float] = []
-        out.append(steps)
+        w: list[float] = []
+        c: list[float] = []
+        wall.append(w)
+        cpu.append(c)
         engine.add_request(f"latency-{i}", prompt, params)
         first = True
         while engine.has_unfinished_requests():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             engine.step()
-            dt = time.perf_counter() - t0
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
             if not first:
-                steps.append(dt)
+                w.append(dt)
+                c.append(dc)
             first = False
-    return out
+    return wall, cpu
 
 
 def run_model(spec: dict) -> dict:
@@ -148,10 +161,31 @@ def run_model(spec: dict) -> dict:
     }
     loop_params = SamplingParams(temperature=0.0, max_tokens=spec.get("latency_tokens", 12), ignore_eos=True)
     try:
-        rec["step_seconds"] = decode_loop_seconds(engine, prompts[0], loop_params, spec.get("latency_loops", 5))
+        rec["step_seconds"], rec["step_cpu_seconds"] = decode_loop_seconds(
+            engine, prompts[0], loop_params, spec.get("latency_loops", 5))
     except Exception as e:  # latency is a report, not a verdict
         rec["step_seconds_error"] = f"{type(e).__name__}: {e}"
     return rec
+
+
+def watch(sites: list[dict]) -> dict[str, int]:
+    """Count calls of the functions holding ``sites`` (``{"path", "function"}``): was a rewritten site run?"""
+    import threading
+
+    hits = {f"{s['path']}::{s['function']}": 0 for s in sites}
+    wanted = [(s["path"], s["function"], f"{s['path']}::{s['function']}") for s in sites]
+
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        code = frame.f_code
+        for path, function, key in wanted:
+            if code.co_filename.endswith(path) and function.endswith("." + code.co_qualname):
+                hits[key] += 1
+
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+    return hits
 
 
 def main(args_path: str, out_path: str) -> None:
@@ -160,6 +194,8 @@ def main(args_path: str, out_path: str) -> None:
     import vllm
 
     result = {"vllm_file": vllm.__file__, "models": {}}
+    if args.get("watch"):
+        result["executed"] = watch(args["watch"])
     for name, spec in args["models"].items():
         try:
             result["models"][name] = run_model(spec)

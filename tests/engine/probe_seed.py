@@ -35,9 +35,6 @@ import os
 import sys
 import traceback
 
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 
 OBSERVES = {
     "cross_attention_max_encoder_len": ["vllm.attention.layers.cross_attention._get_max_encoder_len"],
@@ -168,6 +165,9 @@ def evaluate(spec: dict, guards: dict) -> dict:
 
 
 def main(args_path: str, out_path: str) -> None:
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     with open(args_path) as f:
         args = json.load(f)
     import vllm

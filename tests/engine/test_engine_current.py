@@ -178,7 +178,7 @@ def test_engine_equivalent(tier, model, device, vllm_pkg, findings, tiny_models,
         kinds = {g["spec_type"] for g in orig["kv_cache"]["groups"]}
         assert "CrossAttentionSpec" in kinds, kinds
     if orig.get("step_seconds") and new.get("step_seconds"):
-        note("current", f"{device} {model} tier {tier}: {latency(orig['step_seconds'], new['step_seconds'])}")
+        note("current", f"{device} {model} tier {tier}: {latency(orig, new)}")
     assert orig["outputs"] == new["outputs"], "greedy tokens differ"
     assert diff(orig, new) == []
 
@@ -209,9 +209,13 @@ def test_each_unsafe_fix_alone(vllm_pkg, findings, tiny_models, tmp_path_factory
     rows = []
     for f in unsafe:
         t = rewrite_one(vllm_pkg, tmp_path_factory.mktemp("vllm-one"), f)
-        new = run_probe("probe_current.py", {"models": _model_args("cpu", tiny_models)},
-                        tmp_path_factory.mktemp("probe-one"), t.root)["models"]
-        cells = []
+        watched = {"models": _model_args("cpu", tiny_models), "watch": [{"path": f["path"], "function": f["function"]}]}
+        for m in watched["models"].values():
+            m["latency_loops"] = 0
+        result = run_probe("probe_current.py", watched, tmp_path_factory.mktemp("probe-one"), t.root)
+        new = result["models"]
+        runs = sum(result["executed"].values())
+        cells = [str(runs)]
         for model in MODELS:
             assert "error" not in new[model], new[model].get("traceback")
             cells.append(_changed(orig[model], new[model], ("outputs",)))
@@ -222,8 +226,11 @@ def test_each_unsafe_fix_alone(vllm_pkg, findings, tiny_models, tmp_path_factory
         f"Each unsafe fix cachelint reports on vLLM {VERSION} (`{' '.join(['cachelint', 'check', 'vllm'])}`), "
         "applied alone to a copy; the tiny models run on CPU before and after.",
         "",
-        "| site | function | reads | Llama tokens | Llama KV cache | Whisper tokens | Whisper KV cache |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "`calls` counts how often the rewritten function ran in the two models' runs: a fix whose code never "
+        "ran is not shown harmless by `same`.",
+        "",
+        "| site | function | reads | calls | Llama tokens | Llama KV cache | Whisper tokens | Whisper KV cache |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
         *rows,
     ]) + "\n"
     out = engine_cache() / "reports" / f"current-unsafe-fixes-{VERSION}.md"
