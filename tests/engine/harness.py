@@ -171,6 +171,7 @@ def run_probe(probe: str, args: dict, workdir: Path, first_on_path: Path | None,
     env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     env["PYTHONPATH"] = os.pathsep.join([str(first_on_path)] if first_on_path else [])
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    env.setdefault("HF_HUB_OFFLINE", "1")  # models are local directories or already in the local HF cache
     proc = subprocess.run(
         [sys.executable, str(HERE / probe), str(args_path), str(out_path)],
         cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout,
