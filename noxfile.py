@@ -57,6 +57,15 @@ SEED_DEPS = [
 ]
 
 
+_FREEZE = """
+import subprocess, sys
+out = subprocess.run([sys.executable, "-m", "pip", "freeze", "--exclude-editable", "--all"],
+                     capture_output=True, text=True, check=True).stdout
+keep = ("pip==", "setuptools==", "wheel==")
+lines = [l for l in out.splitlines() if l and not l.startswith(keep) and not l.startswith("-e ")]
+open(sys.argv[1], "w").write("\\n".join(l.split(" @ ")[0].split("==")[0] for l in lines) + "\\n")
+"""
+
 _PRUNE = """
 import importlib.util, pathlib, sys
 spec = importlib.util.find_spec(sys.argv[1])
@@ -86,6 +95,12 @@ def _provision(session: nox.Session, recipe: list[list[str]]) -> None:
     if stamp.exists() and stamp.read_text().strip() == key:
         session.log(f"reusing {session.virtualenv.location} (recipe unchanged)")
         return
+    if stamp.exists():  # the recipe changed: start from an empty venv, not on top of the old packages
+        frozen = Path(session.virtualenv.location) / "frozen.txt"
+        session.run("python", "-c", _FREEZE, str(frozen), silent=True)
+        if frozen.read_text().strip():
+            session.run("python", "-m", "pip", "uninstall", "-y", "-q", "-r", str(frozen), silent=True)
+        stamp.unlink()
     constraints = Path(session.virtualenv.location) / "constraints.txt"
     constraints.write_text(TORCH + "\n")
     t0 = time.monotonic()
