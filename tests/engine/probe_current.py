@@ -13,7 +13,7 @@ and its state can be read. For each model in ARGS it records:
   ``max_memory_usage_bytes``), the model runner's copy if it has one, and the
   shapes of the KV-cache tensors it allocated;
 * ``num_gpu_blocks``: ``cache_config.num_gpu_blocks``;
-* ``step_seconds`` and ``step_cpu_seconds``: wall time and process CPU time of
+* ``step_seconds`` and ``step_cpu_seconds``: wall time and the stepping thread's CPU time of
   every decode step of several short decode loops (one request each), for the
   latency ratio. They are reported, never asserted.
 
@@ -108,10 +108,12 @@ def prompts_for(spec: dict) -> list:
 
 
 def decode_loop_seconds(engine, prompt, params, loops: int) -> tuple[list[list[float]], list[list[float]]]:
-    """Wall time and process CPU time of each decode step (the first, prefill step excluded), one list per request.
+    """Wall time and CPU time of the stepping thread for each decode step (the first, prefill step
+    excluded), one list per request.
 
-    CPU time is what other load on a shared machine inflates least: a step that
-    waits for a core is charged only the time it ran.
+    The thread's CPU time is what other load on a shared machine inflates least: a
+    step that waits for a core is charged only the time it ran. (Process CPU time
+    is no good: the CPU backend's worker threads spin while they wait.)
     """
     wall: list[list[float]] = []
     cpu: list[list[float]] = []
@@ -123,9 +125,9 @@ def decode_loop_seconds(engine, prompt, params, loops: int) -> tuple[list[list[f
         engine.add_request(f"latency-{i}", prompt, params)
         first = True
         while engine.has_unfinished_requests():
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0 = time.perf_counter(), time.thread_time()
             engine.step()
-            dt, dc = time.perf_counter() - t0, time.process_time() - c0
+            dt, dc = time.perf_counter() - t0, time.thread_time() - c0
             if not first:
                 w.append(dt)
                 c.append(dc)
