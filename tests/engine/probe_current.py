@@ -111,9 +111,10 @@ def decode_loop_seconds(engine, prompt, params, loops: int) -> tuple[list[list[f
     """Wall time and CPU time of the stepping thread for each decode step (the first, prefill step
     excluded), one list per request.
 
-    The thread's CPU time is what other load on a shared machine inflates least: a
-    step that waits for a core is charged only the time it ran. (Process CPU time
-    is no good: the CPU backend's worker threads spin while they wait.)
+    The thread's CPU time is not charged for waiting for a core, but it is not
+    immune to other load: the CPU backend spins while it waits, and spinning
+    counts as CPU time. (Process CPU time is worse: every worker thread spins.)
+    On a shared machine read the best loop's wall time too.
     """
     wall: list[list[float]] = []
     cpu: list[list[float]] = []
