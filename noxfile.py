@@ -119,7 +119,8 @@ def _provision(session: nox.Session, recipe: list[list[str]]) -> None:
 
 
 def _test(session: nox.Session, era: str) -> None:
-    session.run("python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "-e", str(REPO))
+    # cachelint itself with its runtime dependencies (small; vLLM's stay as installed)
+    session.run("python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "-e", str(REPO))
     t0 = time.monotonic()
     session.run("python", "-m", "pytest", "tests/engine", "-m", "engine", "-p", "no:cacheprovider",
                 "-rs", *session.posargs, env={"CACHELINT_TEST_CACHE": str(CACHE)})
