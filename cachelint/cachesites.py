@@ -103,15 +103,6 @@ def _callee_key(callee: Value) -> str:
     return ""
 
 
-def _imported_as(g: FunctionInfo, fi, name: str) -> str | None:
-    for a in g.assigns:
-        if a.kind == "import" and a.target == ("name", name):
-            return a.value[1]
-    if fi is not None:
-        return fi.imports.get(name)
-    return None
-
-
 def _mentions(v, root) -> bool:
     if v is None:
         return False
@@ -300,12 +291,21 @@ class CacheAnalysis:
                 continue
             ctx = None
             fi = p.modules_by_path.get(g.path)
+            local_imports = None
             for c in g.calls:
                 key = _last(c) or ""
                 cands = self.by_name.get(key)
                 if not cands and c.func[0] == "name":
-                    # an import alias (`from m import probe as measure`)
-                    target = _imported_as(g, fi, key)
+                    # an import alias (`from m import probe as measure`); as
+                    # _imported_as, with the function's imports gathered once
+                    if local_imports is None:
+                        local_imports = {}
+                        for a in g.assigns:
+                            if a.kind == "import" and a.target[0] == "name":
+                                local_imports.setdefault(a.target[1], a.value[1])
+                    target = local_imports.get(key)
+                    if target is None and fi is not None:
+                        target = fi.imports.get(key)
                     if target is not None:
                         cands = self.by_name.get(target.rsplit(".", 1)[-1])
                 if not cands:

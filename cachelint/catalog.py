@@ -50,20 +50,52 @@ def glob_regex(pattern: str) -> str:
     return "(?s:" + "".join(out) + r")\Z"
 
 
-class GlobSet:
-    """Ordered fnmatch globs compiled into one regex: the first pattern wins.
+def literal_runs(pattern: str) -> list[str]:
+    """The literal stretches of a glob, between its wildcards and ``[...]`` classes."""
+    runs, cur = [], []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        b = bracket(pattern, i) if c == "[" else None
+        if c in "*?" or b is not None:
+            runs.append("".join(cur))
+            cur = []
+            if b is not None:
+                i = b[1]
+        else:
+            cur.append(c)
+        i += 1
+    runs.append("".join(cur))
+    return runs
 
-    One alternation scanned in C instead of a Python loop over ~200 patterns
-    for each of ~70k call sites; results are memoized per name.
+
+class GlobSet:
+    """Ordered fnmatch globs: the first pattern that matches wins.
+
+    Each pattern is bucketed by the literal text after its last wildcard (a
+    name it matches must end with that text), so a lookup runs the regexes of
+    the few patterns whose tail fits the name, not one alternation of ~300
+    patterns full of ``.*`` for each of ~70k call sites (that alternation took
+    a second on vLLM). Results are memoized per name.
     """
 
     def __init__(self, patterns: list[str]) -> None:
         self.patterns = list(patterns)
-        if self.patterns:
-            alts = "|".join(f"(?P<g{i}>{glob_regex(p)})" for i, p in enumerate(self.patterns))
-            self._rx = re.compile(alts)
-        else:
-            self._rx = None
+        self._rx = [re.compile(glob_regex(p)) for p in self.patterns]
+        self._by_last: dict[str, list[int]] = {}  # the name's last dotted segment must be this
+        self._by_suffix: list[tuple[str, int]] = []  # the name must end with this
+        self._always: list[tuple[str, int]] = []
+        for i, p in enumerate(self.patterns):
+            cut = max(p.rfind("*"), p.rfind("?"), p.rfind("["), p.rfind("]"))
+            tail = p[cut + 1 :]
+            if "." in tail:
+                self._by_last.setdefault(tail.rpartition(".")[2], []).append(i)
+            elif cut < 0:  # no wildcard: the whole name
+                self._by_last.setdefault(tail, []).append(i)
+            elif tail:
+                self._by_suffix.append((tail, i))
+            else:  # ends with a wildcard: the name must contain its longest literal run
+                self._always.append((max(literal_runs(p), key=len), i))
         self._memo: dict[str, int] = {}
 
     def first(self, name: str) -> int:
@@ -71,11 +103,14 @@ class GlobSet:
         hit = self._memo.get(name)
         if hit is not None:
             return hit
+        cands = list(self._by_last.get(name.rpartition(".")[2], ()))
+        cands.extend(i for tail, i in self._by_suffix if name.endswith(tail))
+        cands.extend(i for lit, i in self._always if lit in name)
         hit = -1
-        if self._rx is not None:
-            m = self._rx.match(name)
-            if m is not None:
-                hit = int(m.lastgroup[1:])
+        for i in sorted(cands):
+            if self._rx[i].match(name):
+                hit = i
+                break
         self._memo[name] = hit
         return hit
 

@@ -10,6 +10,7 @@ on when the analysed tree contains a ``vllm`` package, or with
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -214,7 +215,9 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
 def load_preset(name: str) -> dict:
+    """A preset's parsed TOML (memoized: resolving reads each preset twice; do not mutate)."""
     path = PRESET_DIR / f"{name}.toml"
     if not path.is_file():
         available = sorted(p.stem for p in PRESET_DIR.glob("*.toml"))

@@ -29,6 +29,7 @@ DEFAULT_EXCLUDE = (
     "__pycache__",
     ".mypy_cache",
     ".ruff_cache",
+    ".cachelint_cache",
     ".pytest_cache",
     "build",
     "dist",
@@ -148,23 +149,41 @@ def _resolve(p: Path) -> Path:
         return p.absolute()
 
 
-def module_name_for(path: Path) -> tuple[str, bool]:
+def module_name_for(path: Path, _memo: dict | None = None, *, resolved: bool = False) -> tuple[str, bool]:
     """Dotted module name from the package layout: climb while ``__init__.py``."""
-    path = _resolve(path)
+    if not resolved:
+        path = _resolve(path)
     is_package = path.name == "__init__.py"
     parts = [] if is_package else [path.stem]
-    d = path.parent
-    while (d / "__init__.py").exists():
-        parts.append(d.name)
-        if d.parent == d:
-            break
-        d = d.parent
+    parts.extend(reversed(_package_parts(path.parent, {} if _memo is None else _memo)))
     parts.reverse()
     name = ".".join(p for p in parts if p)
     if not all(p.isidentifier() for p in parts):
         # e.g. a directory called "my-scripts": keep a readable, unique name
         name = ".".join(parts)
     return name, is_package
+
+
+def _package_parts(d: Path, memo: dict) -> list[str]:
+    """Names of the packages enclosing directory ``d``, outermost first (memoized per run)."""
+    hit = memo.get(d)
+    if hit is not None:
+        return hit
+    if not (d / "__init__.py").exists():
+        out: list[str] = []
+    elif d.parent == d:
+        out = [d.name]
+    else:
+        out = _package_parts(d.parent, memo) + [d.name]
+    memo[d] = out
+    return out
+
+
+def _exclude_regexes(patterns) -> tuple[re.Pattern, re.Pattern]:
+    """A path is excluded when a pattern matches its name, its path, or a tail of its path."""
+    names = [fnmatch.translate(p) for p in patterns]
+    tails = [fnmatch.translate("*/" + p.lstrip("/")) for p in patterns]
+    return re.compile("|".join(names) or "(?!)"), re.compile("|".join(names + tails) or "(?!)")
 
 
 def _display(path: Path) -> str:
@@ -185,22 +204,18 @@ def discover(
     seen: set[Path] = set()
     out: list[SourceFile] = []
 
-    def excluded(p: Path) -> bool:
-        name = p.name
-        s = p.as_posix()
-        for pat in excl:
-            if fnmatch.fnmatchcase(name, pat) or fnmatch.fnmatchcase(s, pat) or fnmatch.fnmatchcase(
-                s, "*/" + pat.lstrip("/")
-            ):
-                return True
-        return False
+    rx_name, rx_path = _exclude_regexes(excl)
+    dirs: dict = {}
 
-    def add(p: Path) -> None:
-        rp = _resolve(p)
+    def excluded(p: Path) -> bool:
+        return rx_name.match(p.name) is not None or rx_path.match(p.as_posix()) is not None
+
+    def add(p: Path, rp: Path | None = None) -> None:
+        rp = _resolve(p) if rp is None else rp
         if rp in seen:
             return
         seen.add(rp)
-        module, is_pkg = module_name_for(p)
+        module, is_pkg = module_name_for(rp, dirs, resolved=True)
         out.append(SourceFile(_display(p), module, is_pkg))
 
     for given in paths:
@@ -282,9 +297,14 @@ def _walk(directory, ignores, respect_gitignore, excluded, add, visiting: set) -
             is_dir, is_file = False, True
         if excluded(p):
             continue
-        if respect_gitignore and ignores and _is_ignored(_resolve(p), is_dir, ignores):
+        # the real path without a realpath() per file, unless it is a link
+        try:
+            rp = _resolve(p) if entry.is_symlink() else real / entry.name
+        except OSError:
+            rp = _resolve(p)
+        if respect_gitignore and ignores and _is_ignored(rp, is_dir, ignores):
             continue
         if is_dir:
             _walk(p, ignores, respect_gitignore, excluded, add, visiting)
         elif is_file and entry.name.endswith(".py"):
-            add(p)
+            add(p, rp)

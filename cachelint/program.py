@@ -93,6 +93,8 @@ class Program:
         self._mro: dict = {}
         self._writers: dict | None = None
         self._self_attr_memo: dict = {}
+        self._self_writers_memo: dict = {}
+        self._self_writers_index: dict | None = None
         self._type_memo: dict = {}
         self._in_progress: set = set()
         self._subclasses: dict | None = None
@@ -245,12 +247,36 @@ class Program:
 
     def self_attr_writers(self, class_qn: str, attr: str) -> list:
         """Writers of ``self.attr`` in the methods of ``class_qn``'s MRO."""
-        mro = set(self.mro(class_qn))
-        out = []
-        for f, a in self.writers(attr):
-            if f.class_qualname in mro and f.self_name and a.target[1] == ("name", f.self_name):
-                out.append((f, a))
-        return out
+        key = (class_qn, attr)
+        out = self._self_writers_memo.get(key)
+        if out is None:
+            by_class = self._self_writers_by_class().get(attr)
+            hits = []
+            if by_class:
+                for qn in self.mro(class_qn):
+                    hits.extend(by_class.get(qn, ()))
+            hits.sort(key=lambda h: h[0])  # program order, as a scan of writers() gives
+            out = [(f, a) for _, f, a in hits]
+            self._self_writers_memo[key] = out
+        return list(out)
+
+    def _self_writers_by_class(self) -> dict:
+        """attr -> class qualname -> [(order, method, Assign)] for ``self.attr = ...``."""
+        if self._self_writers_index is None:
+            idx: dict = {}
+            n = 0
+            for f in self.functions.values():
+                sn = f.self_name
+                if f.class_qualname is None or not sn:
+                    continue
+                me = ("name", sn)
+                for a in f.assigns:
+                    t = a.target
+                    if t[0] == "attr" and t[1] == me:
+                        idx.setdefault(t[2], {}).setdefault(f.class_qualname, []).append((n, f, a))
+                        n += 1
+            self._self_writers_index = idx
+        return self._self_writers_index
 
     def self_attr_value(self, class_qn: str, attr: str, depth: int) -> Value:
         """Canonical value of ``self.attr`` on an instance of ``class_qn``."""

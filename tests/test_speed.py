@@ -1,0 +1,74 @@
+"""The speed-ups must not change answers: each fast path against the plain one.
+
+(Speed itself is measured by ``benchmarks/run.py``, never by a timed test.)
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+
+from cachelint.catalog import GlobSet, literal_runs
+from cachelint.config import Config, resolve_presets
+from cachelint.discover import discover, module_name_for
+from cachelint.program import Program
+
+from .helpers import REPO
+
+
+def _preset_patterns() -> list[str]:
+    cfg = resolve_presets(Config(preset="python,vllm"), set())
+    return [e.pattern for e in cfg.catalog] + [r.pattern for r in cfg.roots]
+
+
+def test_globset_agrees_with_fnmatch_on_the_presets():
+    extra = ["*", "a*", "*b", "[!x]*y", "x[ab]*", "*[*]*", "a]b*", "x[]ab]y*", "a[b*", "p?q.*", "*.[a-c]x"]
+    patterns = _preset_patterns() + extra
+    rng = random.Random(6)
+    names = []
+    for p in patterns:
+        # names built from each pattern, so that most patterns do match something
+        for fill in ("", "x", "mod.sub", "a.b.c"):
+            names.append(p.replace("*", fill).replace("?", "k").replace("[!a]", "b").replace("[", "").replace("]", ""))
+    alphabet = "ab.xy_*[]?"
+    names += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(2000)]
+    gs = GlobSet(patterns)
+    for n in names:
+        expected = next((i for i, p in enumerate(patterns) if fnmatch.fnmatchcase(n, p)), -1)
+        assert gs.first(n) == expected, (n, expected, gs.first(n))
+
+
+def test_literal_runs_skip_classes_and_wildcards():
+    assert literal_runs("x[]ab]y*") == ["x", "y", ""]
+    assert literal_runs("*ModelRegistry.is_*") == ["", "ModelRegistry.is_", ""]
+    assert literal_runs("a[b*") == ["a[b", ""]  # an unclosed bracket is literal
+
+
+def test_discovery_module_names_match_the_unmemoized_climb():
+    files = discover([str(REPO / "cachelint"), str(REPO / "tests")])
+    assert len(files) > 20
+    from pathlib import Path
+
+    for sf in files:
+        assert (sf.module, sf.is_package) == module_name_for(Path(sf.path)), sf.path
+
+
+def test_self_attribute_writers_match_a_plain_scan():
+    from cachelint.index import index_source
+
+    paths = [REPO / "cachelint" / n for n in ("program.py", "cachesites.py", "config.py", "fixer.py", "cache.py")]
+    program = Program([index_source(p.read_text(), str(p), f"cachelint.{p.stem}", False) for p in paths])
+    checked = 0
+    for cq in program.classes:
+        mro = set(program.mro(cq))
+        attrs = {a.target[2] for f in program.functions.values() for a in f.assigns if a.target[0] == "attr"}
+        for attr in attrs:
+            plain = [
+                (f, a)
+                for f, a in program.writers(attr)
+                if f.class_qualname in mro and f.self_name and a.target[1] == ("name", f.self_name)
+            ]
+            got = program.self_attr_writers(cq, attr)
+            assert [(f.qualname, a.line) for f, a in got] == [(f.qualname, a.line) for f, a in plain]
+            checked += bool(plain)
+    assert checked > 20
