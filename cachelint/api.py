@@ -12,23 +12,24 @@ raises :class:`~cachelint.config.ConfigError` or
 from __future__ import annotations
 
 import gc
+import marshal
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
-from .analysis import Analysis
 from .config import Config, resolve_presets
 from .discover import SourceFile, discover
 from .fixer import FileFix, compute_fixes, write_fix
-from .index import FileIndex, index_file
-from .invariants import from_uses
-from .lockfile import find_lock, merge
-from .lockfile import load as load_lock
-from .lockfile import write as write_lock
+from .index import FileIndex, index_bytes, index_file
+from .lockfile import find_lock
 from .model import Finding
 from .rules import select_rules
 from .terminal import Progress
+
+if TYPE_CHECKING:
+    from .analysis import Analysis
 
 # below this many files, a process pool costs more than it saves
 PARALLEL_THRESHOLD = 64
@@ -41,9 +42,19 @@ class Result:
     file_fixes: list[FileFix] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # fixes that could not be written
     files: int = 0
-    config: Config | None = None
     lock_path: str | None = None
     lock_written: bool = False  # --fix recorded new invariants in the lock
+    cache: str = "off"  # off | hit | remapped | partial | miss: how the cache served this run
+    # the configuration with its presets merged, resolved on first use (a
+    # cache hit needs no presets: parsing them is a tenth of a warm run)
+    _config: Config | None = field(default=None, repr=False)
+    _resolve: Callable[[], Config] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def config(self) -> Config | None:
+        if self._config is None and self._resolve is not None:
+            self._config = self._resolve()
+        return self._config
 
 
 def _index_one(sf: SourceFile) -> FileIndex:
@@ -67,6 +78,47 @@ def _index_chunk(chunk: list[SourceFile], progress: Progress | None = None) -> l
         gc.enable()
 
 
+def _encoded_chunk(chunk: list[tuple]) -> list[bytes]:
+    """Worker: index (data, path, module, is_package) items, return marshalled tuples.
+
+    A 20 MB pickle of dataclasses took longer to send back and load than the
+    second core saved; marshal of plain tuples is about five times cheaper on
+    both ends (see :mod:`cachelint.cache`), and the bytes are cache entries.
+    """
+    from .cache import encode_index
+
+    gc.disable()
+    try:
+        out = []
+        for data, path, module, is_package in chunk:
+            if data is None:
+                fi = index_file(path, module, is_package)
+            else:
+                fi = index_bytes(data, path, module, is_package)
+            out.append(marshal.dumps(encode_index(fi)))
+        return out
+    finally:
+        gc.enable()
+
+
+def default_jobs() -> int:
+    """Processes for indexing when ``-j`` is not given.
+
+    The pool costs about a fifth more CPU than indexing alone (the index has
+    to be sent back), so it pays only while cores are not all taken. Measured
+    on 2 cores (docs/benchmarks.md, vLLM 0.10.2): two processes beat one at a
+    load average of 1.5 to 4 and lost to it at 5 to 7. So: as many processes
+    as the load average leaves cores free, plus one, as ``make -l`` limits
+    its jobs by the load.
+    """
+    cores = max(1, min(os.cpu_count() or 1, 8))
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):  # not on this platform
+        return cores
+    return max(1, min(cores, int(cores - load) + 2))
+
+
 def index_files(files: list[SourceFile], jobs: int | None = None, progress: Progress | None = None) -> list[FileIndex]:
     indexes = _index_files(files, jobs, progress)
     gc.freeze()  # the index lives for the whole run: keep it out of GC passes
@@ -74,29 +126,77 @@ def index_files(files: list[SourceFile], jobs: int | None = None, progress: Prog
 
 
 def _index_files(files: list[SourceFile], jobs: int | None, progress: Progress | None = None) -> list[FileIndex]:
-    # Serial by default: measured on vLLM 0.10.2 with 2 cores, sending the
-    # index back from the workers (a 20 MB pickle) costs more than the second
-    # core saves (5.2 s serial vs 6.1 s with two workers). `-j N` opts in.
-    jobs = jobs or 1
+    jobs = default_jobs() if jobs is None else jobs
     if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
         return _index_chunk(files, progress)
-    # large files first, then dealt round-robin so the workers finish together
-    order = sorted(files, key=lambda sf: _size(sf.path), reverse=True)
-    chunks = [order[i::jobs * 4] for i in range(jobs * 4)]
-    out: dict[str, FileIndex] = {}
-    gc.disable()  # unpickling the workers' results allocates as much as parsing
+    out = index_shared([(None, sf.path, sf.module, sf.is_package) for sf in files], jobs, progress=progress)
+    return _index_chunk(files) if out is None else out
+
+
+def _index_item(item: tuple) -> FileIndex:
+    data, path, module, is_package = item
+    if data is None:
+        return index_file(path, module, is_package)
+    return index_bytes(data, path, module, is_package)
+
+
+def index_shared(
+    items: list[tuple], jobs: int, on_local=None, on_remote=None, progress: Progress | None = None
+) -> list[FileIndex] | None:
+    """Index ``(data, path, module, is_package)`` items on ``jobs`` cores: this
+    process and ``jobs - 1`` workers. None if there is no multiprocessing.
+
+    The items are dealt into small chunks, all submitted to the pool; this
+    process takes chunks from the end of the queue for itself as long as it
+    can cancel them before a worker starts them (work stealing with the
+    standard library). Workers send back marshalled tuples, not pickled
+    dataclasses: a 20 MB pickle took longer to send and load than the second
+    core saved. ``on_local(i, fi)`` / ``on_remote(i, body)`` see each result
+    (e.g. to store it in the cache).
+    """
+    import multiprocessing
+
+    from .cache import decode_index
+
+    order = sorted(range(len(items)), key=lambda i: _item_size(items[i]), reverse=True)
+    n_chunks = max(16, jobs * 8)
+    chunks = [c for c in (order[k::n_chunks] for k in range(n_chunks)) if c]
+    out: list = [None] * len(items)
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    gc.disable()  # see _index_chunk; decoding allocates as much
     try:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for result in pool.map(_index_chunk, chunks):
-                for fi in result:
-                    out[fi.path] = fi
+        with ProcessPoolExecutor(max_workers=max(1, jobs - 1), mp_context=ctx) as pool:
+            futures = [pool.submit(_encoded_chunk, [items[i] for i in c]) for c in chunks]
+            for fut, chunk in zip(reversed(futures), reversed(chunks)):
+                if not fut.cancel():
+                    break  # a worker has it (and everything before it)
+                for i in chunk:
+                    fi = _index_item(items[i])
+                    out[i] = fi
+                    if on_local is not None:
+                        on_local(i, fi)
+                    if progress is not None:
+                        progress.advance()
+            for fut, chunk in zip(futures, chunks):
+                if fut.cancelled():
+                    continue
+                for i, body in zip(chunk, fut.result()):
+                    if on_remote is not None:
+                        on_remote(i, body)
+                    out[i] = decode_index(marshal.loads(body))
                 if progress is not None:
-                    progress.advance(len(result))
-    except (OSError, RuntimeError):  # no multiprocessing here: stay serial
-        return _index_chunk(files)
+                    progress.advance(len(chunk))
+    except (OSError, RuntimeError, ImportError, ValueError):  # no multiprocessing here: stay serial
+        return None
     finally:
         gc.enable()
-    return [out[sf.path] for sf in files]
+    return out
+
+
+def _item_size(item: tuple) -> int:
+    if item[0] is not None:
+        return len(item[0])
+    return _size(item[1])
 
 
 def _size(path: str) -> int:
@@ -126,15 +226,34 @@ def analyse(
 ) -> tuple[Analysis, list[SourceFile]]:
     files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
     lock_path = lock_location(paths, config)
-    invariants = load_lock(lock_path) if lock_path.is_file() else None
     if progress is not None:
         progress.stage("Indexing", len(files))
     indexes = index_files(files, jobs, progress)
     if progress is not None:
         progress.stage("Analysing")
+    return _analysis(indexes, _resolve(config, files), lock_path), files
+
+
+def _analysis(indexes: list[FileIndex], config: Config, lock_path: Path) -> Analysis:
+    from .analysis import Analysis
+    from .lockfile import load as load_lock
+
+    invariants = load_lock(lock_path) if lock_path.is_file() else None
+    return Analysis(indexes, config, invariants, str(lock_path))
+
+
+def _resolve(config: Config, files: list[SourceFile]) -> Config:
     tops = {sf.module.split(".")[0] for sf in files if sf.module}
-    config = resolve_presets(config, tops)
-    return Analysis(indexes, config, invariants, str(lock_path)), files
+    return resolve_presets(config, tops)
+
+
+def run_rules(analysis: Analysis, rules) -> tuple[list[Finding], list[bool]]:
+    """Every rule's findings over the whole program, and whether each is suppressed."""
+    findings: list[Finding] = []
+    for rule_cls in rules:
+        findings.extend(rule_cls().check(analysis))
+    by_path = analysis.program.modules_by_path
+    return findings, [_suppressed(f, by_path.get(f.path)) for f in findings]
 
 
 def check(
@@ -147,28 +266,56 @@ def check(
     jobs: int | None = None,
     report_only: list[str] | None = None,
     progress: Progress | None = None,
+    cache_dir: str | os.PathLike | None = None,
 ) -> Result:
-    """``report_only``: files or directories; the whole of ``paths`` is
+    """Check ``paths``. With ``cache_dir``, reuse and update the on-disk cache there.
+
+    ``report_only``: files or directories; the whole of ``paths`` is
     analysed (it feeds the call graph and the cache sites) but only findings
     in these are reported and fixed (the pre-commit hook's mode)."""
     config = config or Config()
     rules = select_rules(config.select, config.ignore)
-    analysis, files = analyse(paths, config, jobs, progress)
-    findings: list[Finding] = []
-    for rule_cls in rules:
-        findings.extend(rule_cls().check(analysis))
-    by_path = analysis.program.modules_by_path
-    findings = [f for f in findings if not _suppressed(f, by_path.get(f.path))]
+    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    lock_path = lock_location(paths, config)
+    resolved: list[Config] = []
+
+    def resolve() -> Config:
+        if not resolved:
+            resolved.append(_resolve(config, files))
+        return resolved[0]
+
+    def make_analysis(indexes: list[FileIndex]) -> Analysis:
+        return _analysis(indexes, resolve(), lock_path)
+
+    # fixing needs the analysis: the lock records what each rewrite relies on,
+    # and the fixer checks each file against the digest it was analysed at
+    need_analysis = fix
+    if progress is not None:
+        progress.stage("Indexing", len(files))
+    if cache_dir is not None:
+        from .cache import Cache, cached_findings
+
+        findings, how, analysis = cached_findings(
+            files, config, make_analysis, rules, Cache(cache_dir), jobs, lock_hash(lock_path), need_analysis, progress
+        )
+    else:
+        indexes = index_files(files, jobs, progress)
+        if progress is not None:
+            progress.stage("Analysing")
+        analysis = make_analysis(indexes)
+        raw, flags = run_rules(analysis, rules)
+        findings, how = [f for f, s in zip(raw, flags) if not s], "off"
     if report_only is not None:
         # findings in the given files, and those about the project itself
         # (a broken invariant of cachelint.lock, reported at the lock)
         inside = _within(report_only)
         findings = [f for f in findings if inside(f.path) or not f.path.endswith(".py")]
     findings.sort(key=lambda f: (f.path, f.span.line, f.span.column, f.code))
-    result = Result(findings=findings, files=len(files), config=analysis.config)
+    result = Result(findings=findings, files=len(files), cache=how, lock_path=str(lock_path), _resolve=resolve)
     if unsafe_fixes is None:
-        unsafe_fixes = analysis.config.unsafe_fixes
+        unsafe_fixes = config.unsafe_fixes  # presets never set it
     if fix:
+        by_path = analysis.program.modules_by_path if analysis is not None else {}
         digests = {path: fi.digest for path, fi in by_path.items()}
         if progress is not None:
             progress.stage("Fixing", len({f.path for f in findings if f.fix is not None}))
@@ -187,14 +334,31 @@ def check(
         result.file_fixes = [ff for ff in file_fixes if not ff.error and ff.new != ff.old]
         result.fixed = [f for f in findings if id(f) in fixed_ids]
         result.findings = [f for f in findings if id(f) not in fixed_ids]
-        if write:
+        if write and analysis is not None:
             _record_invariants(analysis, result)
-    result.lock_path = analysis.lock_path
     return result
+
+
+def lock_location(paths: list[str], config: Config) -> Path:
+    return find_lock(Path(paths[0]) if paths else Path.cwd(), config.source)
+
+
+def lock_hash(lock_path: Path) -> str:
+    """Content hash of ``cachelint.lock``: an input of the analysis (CL003, CL004)."""
+    from .cache import digest
+
+    try:
+        return digest(lock_path.read_bytes())
+    except OSError:
+        return "-"
 
 
 def _record_invariants(analysis: Analysis, result: Result) -> None:
     """Write or extend cachelint.lock with what the applied CL001 fixes rely on."""
+    from .invariants import from_uses
+    from .lockfile import merge
+    from .lockfile import write as write_lock
+
     spans = {(f.path, f.span.line, f.span.column) for f in result.fixed if f.code == "CL001"}
     if not spans:
         return
@@ -219,6 +383,7 @@ def rebuild_lock(paths: list[str], config: Config | None = None, *, write: bool 
     """
     from .invariants import InvariantCheck
     from .lockfile import dumps
+    from .lockfile import write as write_lock
 
     config = config or Config()
     analysis, _ = analyse(paths, config, jobs)

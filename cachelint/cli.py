@@ -4,6 +4,7 @@
     cachelint lock [PATHS] [--check]
     cachelint explain CODE | --all
     cachelint rules
+    cachelint clean [--cache-dir DIR]
 
 ``cachelint PATHS --fix`` is short for ``cachelint check PATHS --fix``.
 Exit codes follow ruff: 0 no findings, 1 findings (or, with ``--diff``,
@@ -20,7 +21,9 @@ from pathlib import Path
 
 from . import __version__
 
-COMMANDS = ("check", "lock", "explain", "rules", "version")
+DEFAULT_CACHE_DIR = ".cachelint_cache"  # cache.DEFAULT_DIR, without importing it here
+
+COMMANDS = ("check", "lock", "explain", "rules", "version", "clean")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,7 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
     c.add_argument("--no-chain", action="store_true", help="text output: omit hot-path chains")
     c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
-    c.add_argument("--jobs", "-j", type=int, default=None, help="worker processes for indexing (default 1: on 2 cores the pool's result transfer costs more than it saves)")
+    c.add_argument("--jobs", "-j", type=int, default=None, help="processes for indexing (default: the cores the load average leaves free, plus one; serial below 64 files)")
+    c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    c.add_argument("--cache-dir", default=None, help=f"cache directory (default: {DEFAULT_CACHE_DIR} at the project root, or $CACHELINT_CACHE_DIR)")
 
     k = sub.add_parser("lock", help="rebuild cachelint.lock from the code and the existing lock (source untouched)")
     k.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
@@ -81,6 +86,10 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--all", action="store_true", help="every rule, as the Markdown rule reference")
     sub.add_parser("rules", help="list the rules")
     sub.add_parser("version", help="print the version")
+    cl = sub.add_parser("clean", help="remove the cache directory")
+    cl.add_argument("paths", nargs="*", default=["."], help="where to look for the project root (default: .)")
+    cl.add_argument("--cache-dir", default=None, help="the cache directory to remove")
+    cl.add_argument("--config", default=None, help=argparse.SUPPRESS)
     return p
 
 
@@ -103,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             return _explain(args.code, args.all)
         if args.command == "lock":
             return _lock(args)
+        if args.command == "clean":
+            return _clean(args)
         if args.command == "rules":
             return _rules()
         if args.command == "version":
@@ -161,6 +172,29 @@ def _load_config(args, start: str | None = None):
     return load_config_file(found) if found else Config()
 
 
+def _cache_dir(args, cfg, paths) -> Path:
+    from .cache import default_cache_dir, project_root
+
+    if args.cache_dir:
+        return Path(args.cache_dir)
+    return default_cache_dir(project_root(paths, cfg))
+
+
+def _clean(args) -> int:
+    from .cache import clean
+    from .config import ConfigError
+
+    try:
+        paths = args.paths or ["."]
+        d = _cache_dir(args, _load_config(args, paths[0]), paths)
+        removed = clean(d)
+    except (ConfigError, ValueError, OSError) as e:
+        print(f"cachelint: error: {e}", file=sys.stderr)
+        return 2
+    print(f"Removed {d}" if removed else f"No cache at {d}", file=sys.stderr)
+    return 0
+
+
 def _lock(args) -> int:
     import difflib
 
@@ -215,6 +249,7 @@ def _check(args) -> int:
         if args.extend_select:
             select = (select or cfg.select) + _split(args.extend_select)
         cfg = cfg.with_overrides(select=select, ignore=_split(args.ignore), preset=args.preset)
+        cache_dir = None if args.no_cache or os.environ.get("CACHELINT_NO_CACHE") else _cache_dir(args, cfg, paths)
         fix = args.fix or args.diff
         if report_only is not None:
             missing = [p for p in report_only if not os.path.lexists(p)]
@@ -229,7 +264,10 @@ def _check(args) -> int:
             jobs=args.jobs,
             report_only=report_only,
             progress=progress,
+            cache_dir=cache_dir,
         )
+        if os.environ.get("CACHELINT_CACHE_STATUS"):
+            print(f"cachelint: cache {result.cache}", file=sys.stderr)
     except (ConfigError, UnknownRuleError, LockError) as e:
         print(f"cachelint: error: {e}", file=sys.stderr)
         return 2
@@ -238,7 +276,7 @@ def _check(args) -> int:
         return 2
     finally:
         progress.close()
-    unsafe = bool(args.unsafe_fixes if args.unsafe_fixes is not None else result.config.unsafe_fixes)
+    unsafe = bool(args.unsafe_fixes if args.unsafe_fixes is not None else cfg.unsafe_fixes)
     out = sys.stdout
     for err in result.errors:
         print(f"cachelint: warning: {err}", file=sys.stderr)

@@ -563,6 +563,8 @@ class _FunctionBodyIndexer:
         c = self.ix.cols
         line = node.lineno
         end_line = getattr(node, "end_lineno", None) or line
+        if c.ascii:  # byte offsets are character offsets
+            return (line, node.col_offset, end_line, getattr(node, "end_col_offset", node.col_offset) or 0)
         return (
             line,
             c.col(line, node.col_offset),
@@ -712,11 +714,15 @@ class _FunctionBodyIndexer:
                 args = tuple(UNKNOWN if type(a) is ast.Starred else conv(a) for a in n.args)
                 kwargs = tuple((k.arg, conv(k.value)) for k in n.keywords)
                 self.calls.append(CallSite(conv(n.func), args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at))
-                stack.append((n.func, g, loop, None))
+                # leaves hold no calls: not pushed (most arguments are names and constants)
+                if type(n.func) not in _LEAVES:
+                    stack.append((n.func, g, loop, None))
                 for a in n.args:
-                    stack.append((a, g, loop, None))
+                    if type(a) not in _LEAVES:
+                        stack.append((a, g, loop, None))
                 for k in n.keywords:
-                    stack.append((k.value, g, loop, None))
+                    if type(k.value) not in _LEAVES:
+                        stack.append((k.value, g, loop, None))
                 continue
             if t is ast.Lambda:
                 continue
@@ -836,16 +842,18 @@ def source_digest(source: str) -> str:
     return hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def read_source(path: str) -> str:
-    """Decode like Python does (PEP 263 cookie, BOM); raises on failure.
-
-    Opened non-blocking and checked to be a regular file, so a FIFO or a
-    device named ``*.py`` is an unreadable file (CL000), not a hang."""
+def read_bytes(path: str) -> bytes:
+    """A file's bytes, opened non-blocking and checked to be a regular file,
+    so a FIFO or a device named ``*.py`` is an unreadable file (CL000), not a hang."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"not a regular file: {path}")
-        data = fh.read()
+        return fh.read()
+
+
+def decode_source(data: bytes) -> str:
+    """Decode like Python does (PEP 263 cookie, BOM); raises on failure."""
     enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     text = data.decode(enc)
     if text.startswith("\ufeff"):
@@ -853,15 +861,33 @@ def read_source(path: str) -> str:
     return text
 
 
+def read_source(path: str) -> str:
+    """Decode like Python does (PEP 263 cookie, BOM); raises on failure."""
+    return decode_source(read_bytes(path))
+
+
+def _unreadable(path: str, module: str, is_package: bool, e: Exception) -> FileIndex:
+    fi = FileIndex(path=path, module=module, is_package=is_package)
+    line, col = 1, 0
+    if isinstance(e, UnicodeDecodeError) and isinstance(e.object, bytes):  # point at the bad byte
+        line = e.object.count(b"\n", 0, e.start) + 1
+        col = e.start - (e.object.rfind(b"\n", 0, e.start) + 1)
+    fi.error = (f"cannot read file: {type(e).__name__}: {e}", line, col)
+    return fi
+
+
+def index_bytes(data: bytes, path: str, module: str, is_package: bool) -> FileIndex:
+    """Index a file's raw bytes (already read, e.g. to hash them for the cache)."""
+    try:
+        source = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as e:
+        return _unreadable(path, module, is_package, e)
+    return index_source(source, path, module, is_package)
+
+
 def index_file(path: str, module: str, is_package: bool) -> FileIndex:
     try:
-        source = read_source(path)
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as e:
-        fi = FileIndex(path=path, module=module, is_package=is_package)
-        line, col = 1, 0
-        if isinstance(e, UnicodeDecodeError) and isinstance(e.object, bytes):  # point at the bad byte
-            line = e.object.count(b"\n", 0, e.start) + 1
-            col = e.start - (e.object.rfind(b"\n", 0, e.start) + 1)
-        fi.error = (f"cannot read file: {type(e).__name__}: {e}", line, col)
-        return fi
-    return index_source(source, path, module, is_package)
+        data = read_bytes(path)
+    except OSError as e:
+        return _unreadable(path, module, is_package, e)
+    return index_bytes(data, path, module, is_package)

@@ -27,8 +27,26 @@ def example_config(example, code: str | None = None) -> Config:
     return Config(**kw)
 
 
+_CACHE_DIR: list = []
+
+
+def _session_cache_dir() -> str:
+    if not _CACHE_DIR:
+        import atexit
+        import shutil
+        import tempfile
+
+        d = tempfile.mkdtemp(prefix="cachelint-test-cache-")
+        atexit.register(shutil.rmtree, d, True)
+        _CACHE_DIR.append(d)
+    return _CACHE_DIR[0]
+
+
 def run_cli(*args: str, cwd: str | os.PathLike | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
     env = dict(os.environ)
+    # the cache goes to one directory per test session, never into the
+    # checked trees (tests that exercise the default location set their own)
+    env.setdefault("CACHELINT_CACHE_DIR", _session_cache_dir())
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run(
         [sys.executable, "-m", "cachelint", *args],

@@ -1,0 +1,706 @@
+"""The on-disk cache: per-file indexes and whole-run results.
+
+Two kinds of entries live under the cache directory (default
+``.cachelint_cache`` at the project root, ignored by git through a
+``.gitignore`` inside it):
+
+``index/`` and ``packs/``
+    One :class:`~cachelint.index.FileIndex` per file, keyed by the file's
+    content hash, its path and module name, and the tool fingerprint. Stored
+    as ``marshal`` of plain tuples (about ten times faster to load than
+    pickled dataclasses, and how the indexing workers send their results
+    back), in packs of about 4 MB, found through a pack map (creating a file
+    per entry cost 2.4 s of a cold run here).
+
+``results/``
+    One entry per *scope*: the tool fingerprint, the configuration, the lock
+    file and the list of files analysed. It holds the content hash of every
+    file and the raw findings of the last run over that scope, each with its
+    suppression flag.
+
+Why not per-file results (ruff issue 5449): the findings in one file depend
+on facts from others (a fill in ``config.py`` makes a call in
+``scheduler.py`` a CL001 finding; a call edge in one module makes a function
+in another hot). So results are cached for the whole run, and a run reuses
+them only when
+
+* every file's content is unchanged (the warm path), or
+* every changed file's *interface* is unchanged: its index with line numbers
+  replaced by their rank among the file's lines (so code moved up or down by
+  an edit to a comment, a docstring or blank lines compares equal, while
+  reordered, added or removed code does not), without its suppression
+  comments. The analysis reads nothing else of a file, and compares lines of
+  one file only with each other, so its result is then the same up to the
+  changed files' line numbers. Those are remapped in the findings located in
+  a changed file (span and fix edits); a finding that names a changed file
+  anywhere else (its message, notes, fix text or data, e.g. the line of a
+  fill in that file) cannot be remapped safely, and the run falls back to the
+  full analysis. Suppression flags are recomputed for the changed files.
+
+In every other case the whole-program analysis runs again on the cached
+indexes, re-indexing only the changed files.
+
+Entries are written to a temporary file and renamed into place, so two runs
+at once never see a half-written entry; each entry carries a checksum, and an
+entry that is missing, truncated or corrupted is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import fields
+from operator import attrgetter
+from pathlib import Path
+
+from . import __version__
+from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param
+from .model import Applicability, Edit, Finding, Fix, Span
+
+FORMAT = 1
+DEFAULT_DIR = ".cachelint_cache"
+_MAGIC = b"CLC1"
+_SUM = 16  # checksum bytes
+_GITIGNORE = "# Automatically created by cachelint.\n*\n"
+_MAP_KEY = "0" * 32
+PACK_BYTES = 4 << 20
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cachelint.\n"
+
+
+def digest(data: bytes) -> str:
+    # sha256 runs on the CPU's SHA extensions: twice as fast as blake2b here
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+_fingerprint: str | None = None
+
+
+def tool_fingerprint() -> str:
+    """Version, Python version and every source and preset file of cachelint.
+
+    Hashing the package's own files (a few hundred kB) means an edited
+    checkout never reads results a different analysis produced.
+    """
+    global _fingerprint
+    if _fingerprint is None:
+        h = hashlib.sha256()
+        h.update(f"{__version__}|{FORMAT}|{sys.version}|{marshal.version}".encode())
+        pkg = Path(__file__).parent
+        for p in sorted(pkg.rglob("*")):
+            if p.suffix in (".py", ".toml") and "__pycache__" not in p.parts:
+                h.update(p.relative_to(pkg).as_posix().encode())
+                try:
+                    h.update(p.read_bytes())
+                except OSError:
+                    pass
+        _fingerprint = h.hexdigest()[:32]
+    return _fingerprint
+
+
+# ----- storage -----------------------------------------------------------------
+
+
+class Cache:
+    """A cache directory. Every failure to read or write is a miss, never an error."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root)
+        self._dirs: set = set()
+        self._ready = False
+        self._map: dict | None = None  # entry key -> pack key
+        self._packs: dict = {}  # pack key -> {entry key: marshalled index}
+        self._pending: dict = {}
+        self._pending_size = 0
+        self._written: dict = {}  # entry key -> pack, not yet in the map
+
+    def _base(self) -> Path:
+        return self.root / f"v{FORMAT}"
+
+    def path(self, kind: str, key: str) -> Path:
+        return self._base() / kind / key[:2] / key
+
+    def get(self, kind: str, key: str):
+        try:
+            with open(self.path(kind, key), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        return decode_entry(data)
+
+    def put(self, kind: str, key: str, obj) -> None:
+        self.put_body(kind, key, marshal.dumps(obj))
+
+    def put_body(self, kind: str, key: str, body: bytes) -> None:
+        """Write marshalled ``body`` atomically (temporary file, then rename)."""
+        if not self._ensure():
+            return
+        target = self.path(kind, key)
+        d = target.parent
+        try:
+            if d not in self._dirs:
+                d.mkdir(parents=True, exist_ok=True)
+                self._dirs.add(d)
+            fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(encode_entry(body))
+                os.replace(tmp, target)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            pass  # read-only or full disk, or removed by `cachelint clean`: just a miss next time
+
+    # ----- index entries, in packs ---------------------------------------------
+    #
+    # Creating a file costs about 2 ms on this machine's busy disk, so a cold
+    # run over 953 files spent 2.4 s creating one entry per file. Index entries
+    # are written in packs of about 4 MB instead (a dict of entry key ->
+    # marshalled index), found through a pack map (entry key -> pack). Packs are written once and never changed; the map is merged with
+    # the one on disk and replaced atomically, so two runs at once can only
+    # lose each other's map entries, which makes misses, not errors.
+
+    def get_index(self, key: str):
+        """The encoded index stored under ``key``, or None."""
+        if self._map is None:
+            m = self.get("packs", _MAP_KEY)
+            self._map = m if isinstance(m, dict) else {}
+        pk = self._map.get(key)
+        if pk is None:
+            return None
+        pack = self._packs.get(pk)
+        if pack is None:
+            pack = self.get("index", pk)
+            if not isinstance(pack, dict):
+                pack = {}
+            self._packs[pk] = pack
+        body = pack.get(key)
+        if not isinstance(body, bytes):
+            return None
+        try:
+            return marshal.loads(body)
+        except (EOFError, ValueError, TypeError):
+            return None
+
+    def add_index(self, key: str, body: bytes) -> None:
+        """Queue a marshalled index; written in packs of about 4 MB (so that
+        reading one entry back reads little, and the queue stays small)."""
+        self._pending[key] = body
+        self._pending_size += len(body)
+        if self._pending_size > PACK_BYTES:
+            self._write_pack()
+
+    def _write_pack(self) -> None:
+        pending, self._pending, self._pending_size = self._pending, {}, 0
+        if pending:
+            pk = digest("\0".join(sorted(pending)).encode())
+            self.put("index", pk, pending)
+            self._written.update(dict.fromkeys(pending, pk))
+
+    def flush(self, live: set | None = None) -> None:
+        """Write the queued indexes and point the pack map at them.
+
+        ``live``: the entry keys this run used; when the map has grown to four
+        times that (old versions of edited files), it keeps only those, and
+        packs no longer in the map are removed.
+        """
+        self._write_pack()
+        if not self._written:
+            return
+        written, self._written = self._written, {}
+        current = self.get("packs", _MAP_KEY)
+        m = current if isinstance(current, dict) else {}
+        m.update(written)
+        pruned = live is not None and len(m) > 4 * len(live) + 256
+        if pruned:
+            m = {k: v for k, v in m.items() if k in live or k in written}
+        self.put("packs", _MAP_KEY, m)
+        self._map = m
+        if pruned:
+            keep = set(m.values())
+            try:
+                for sub in (self._base() / "index").iterdir():
+                    for f in sub.iterdir():
+                        if f.name not in keep and not f.name.startswith(".tmp-"):
+                            f.unlink()
+            except OSError:
+                pass
+
+    def _ensure(self) -> bool:
+        if self._ready:
+            return True
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            for name, text in ((".gitignore", _GITIGNORE), ("CACHEDIR.TAG", _TAG)):
+                p = self.root / name
+                if not p.exists():  # atomically: another run may be reading it
+                    fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
+                    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                        fh.write(text)
+                    os.replace(tmp, p)
+        except OSError:
+            return False
+        self._ready = True
+        return True
+
+
+def encode_entry(body: bytes) -> bytes:
+    return _MAGIC + hashlib.sha256(body).digest()[:_SUM] + body
+
+
+def decode_entry(data: bytes):
+    """The object stored in an entry, or None if it is truncated or corrupted."""
+    head = len(_MAGIC) + _SUM
+    if len(data) < head or data[: len(_MAGIC)] != _MAGIC:
+        return None
+    body = data[head:]
+    if hashlib.sha256(body).digest()[:_SUM] != data[len(_MAGIC) : head]:
+        return None
+    try:
+        return marshal.loads(body)
+    except (EOFError, ValueError, TypeError):
+        return None
+
+
+def is_cache_dir(path: Path) -> bool:
+    """Only a directory cachelint created may be removed by ``cachelint clean``."""
+    try:
+        return (path / "CACHEDIR.TAG").read_text(encoding="utf-8").find("cachelint") >= 0
+    except OSError:
+        return False
+
+
+def clean(path: str | os.PathLike) -> bool:
+    """Remove a cache directory; False if there was none. Refuses other directories."""
+    p = Path(path)
+    if not p.exists():
+        return False
+    if not p.is_dir() or not is_cache_dir(p):
+        raise ValueError(f"{p} is not a cachelint cache directory (no CACHEDIR.TAG written by cachelint)")
+    shutil.rmtree(p)
+    return True
+
+
+def default_cache_dir(project_root: Path) -> Path:
+    env = os.environ.get("CACHELINT_CACHE_DIR")
+    if env:
+        return Path(env)
+    return project_root / DEFAULT_DIR
+
+
+# ----- index (de)serialization --------------------------------------------------
+#
+# A dataclass becomes the tuple of its fields in declaration order; the lists
+# of nested dataclasses are converted explicitly. `attrgetter` does the
+# flattening in C.
+
+
+def _names(cls) -> list[str]:
+    return [f.name for f in fields(cls)]
+
+
+_get_param = attrgetter(*_names(Param))
+_get_assign = attrgetter(*_names(Assign))
+_get_call = attrgetter(*_names(CallSite))
+_get_class = attrgetter(*_names(ClassInfo))
+_FN = _names(FunctionInfo)
+_get_fn = attrgetter(*_FN)
+_FN_PARAMS, _FN_ASSIGNS, _FN_CALLS = _FN.index("params"), _FN.index("assigns"), _FN.index("calls")
+_FI = _names(FileIndex)
+_get_fi = attrgetter(*_FI)
+_FI_CLASSES, _FI_FUNCTIONS = _FI.index("classes"), _FI.index("functions")
+_FI_CALLS, _FI_ASSIGNS = _FI.index("module_calls"), _FI.index("module_assigns")
+
+
+def _enc_fn(f: FunctionInfo) -> list:
+    t = list(_get_fn(f))
+    t[_FN_PARAMS] = [_get_param(p) for p in f.params]
+    t[_FN_ASSIGNS] = [_get_assign(a) for a in f.assigns]
+    t[_FN_CALLS] = [_get_call(c) for c in f.calls]
+    return t
+
+
+def encode_index(fi: FileIndex) -> list:
+    t = list(_get_fi(fi))
+    t[_FI_CLASSES] = [_get_class(c) for c in fi.classes]
+    t[_FI_FUNCTIONS] = [_enc_fn(f) for f in fi.functions]
+    t[_FI_CALLS] = [_get_call(c) for c in fi.module_calls]
+    t[_FI_ASSIGNS] = [_get_assign(a) for a in fi.module_assigns]
+    return t
+
+
+def _dec_fn(t: list) -> FunctionInfo:
+    t[_FN_PARAMS] = [Param(*p) for p in t[_FN_PARAMS]]
+    t[_FN_ASSIGNS] = [Assign(*a) for a in t[_FN_ASSIGNS]]
+    t[_FN_CALLS] = [CallSite(*c) for c in t[_FN_CALLS]]
+    return FunctionInfo(*t)
+
+
+def decode_index(t: list) -> FileIndex:
+    t = list(t)
+    t[_FI_CLASSES] = [ClassInfo(*c) for c in t[_FI_CLASSES]]
+    t[_FI_FUNCTIONS] = [_dec_fn(list(f)) for f in t[_FI_FUNCTIONS]]
+    t[_FI_CALLS] = [CallSite(*c) for c in t[_FI_CALLS]]
+    t[_FI_ASSIGNS] = [Assign(*a) for a in t[_FI_ASSIGNS]]
+    return FileIndex(*t)
+
+
+# line-number slots, per record kind (columns are kept as they are)
+_LINES_FN = tuple(_FN.index(n) for n in ("line", "end_line"))
+_LINES_CLASS = tuple(_names(ClassInfo).index(n) for n in ("line", "end_line"))
+_LINES_ASSIGN = tuple(_names(Assign).index(n) for n in ("line", "end_line"))
+_LINES_CALL = tuple(_names(CallSite).index(n) for n in ("line", "end_line", "stmt_line"))
+# not seen by the whole-program analysis: suppressions (applied per file after
+# it), the line count, the source digest (the fixer's "changed since?" check)
+_FI_DROPPED = tuple(_FI.index(n) for n in ("suppressions", "n_lines", "digest") if n in _FI)
+
+
+def _records(t: list):
+    """(record, line slots) for every positioned record of an encoded index."""
+    for c in t[_FI_CLASSES]:
+        yield c, _LINES_CLASS
+    for f in t[_FI_FUNCTIONS]:
+        yield f, _LINES_FN
+        for a in f[_FN_ASSIGNS]:
+            yield a, _LINES_ASSIGN
+        for c in f[_FN_CALLS]:
+            yield c, _LINES_CALL
+    for c in t[_FI_CALLS]:
+        yield c, _LINES_CALL
+    for a in t[_FI_ASSIGNS]:
+        yield a, _LINES_ASSIGN
+
+
+def index_lines(t: list) -> list[int]:
+    """The sorted distinct line numbers an encoded index mentions."""
+    lines = set()
+    for rec, slots in _records(t):
+        for s in slots:
+            lines.add(rec[s])
+    return sorted(lines)
+
+
+def _ordered(obj):
+    """Equality that also sees order: dicts as item lists, sets sorted (marshal
+    bytes are no canonical form: they depend on object sharing)."""
+    t = type(obj)
+    if t is dict:
+        return ("d", [(_ordered(k), _ordered(v)) for k, v in obj.items()])
+    if t is list or t is tuple:
+        return [_ordered(x) for x in obj] if t is list else tuple(_ordered(x) for x in obj)
+    if t is set or t is frozenset:
+        return ("s", sorted(map(repr, obj)))
+    return obj
+
+
+def interface(t: list):
+    """What the whole-program analysis can see of a file, up to line shifts.
+
+    The encoded index with every line number replaced by its rank among the
+    file's lines, without the suppression comments, the line count and the
+    source digest.
+    Compare with ``==``.
+    """
+    rank = {line: i for i, line in enumerate(index_lines(t))}
+
+    def ranked(rec, slots):
+        r = list(rec)
+        for s in slots:
+            r[s] = rank[r[s]]
+        return r
+
+    out = list(t)
+    for i in _FI_DROPPED:
+        out[i] = None
+    out[_FI_CLASSES] = [ranked(c, _LINES_CLASS) for c in t[_FI_CLASSES]]
+    fns = []
+    for f in t[_FI_FUNCTIONS]:
+        g = ranked(f, _LINES_FN)
+        g[_FN_ASSIGNS] = [ranked(a, _LINES_ASSIGN) for a in f[_FN_ASSIGNS]]
+        g[_FN_CALLS] = [ranked(c, _LINES_CALL) for c in f[_FN_CALLS]]
+        fns.append(g)
+    out[_FI_FUNCTIONS] = fns
+    out[_FI_CALLS] = [ranked(c, _LINES_CALL) for c in t[_FI_CALLS]]
+    out[_FI_ASSIGNS] = [ranked(a, _LINES_ASSIGN) for a in t[_FI_ASSIGNS]]
+    return _ordered(out)
+
+
+# ----- findings (de)serialization ------------------------------------------------
+
+
+def _span(s: Span) -> tuple:
+    return (s.line, s.column, s.end_line, s.end_column)
+
+
+def encode_finding(f: Finding) -> tuple:
+    fix = None
+    if f.fix is not None:
+        fix = (
+            f.fix.applicability.value,
+            tuple((_span(e.span), e.replacement, e.remove_names) for e in f.fix.edits),
+            f.fix.message,
+            f.fix.relies_on,
+        )
+    return (f.code, f.path, _span(f.span), f.message, f.function, f.hot_path, fix, f.notes, f.data)
+
+
+def decode_finding(t) -> Finding:
+    code, path, span, message, function, hot_path, fix, notes, data = t
+    fx = None
+    if fix is not None:
+        fx = Fix(
+            Applicability(fix[0]),
+            tuple(Edit(Span(*s), r, tuple(rm)) for s, r, rm in fix[1]),
+            fix[2],
+            tuple(fix[3]),
+        )
+    return Finding(
+        code,
+        path,
+        Span(*span),
+        message,
+        function,
+        tuple(hot_path) if hot_path is not None else None,
+        fx,
+        tuple(notes),
+        data,
+    )
+
+
+def _strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for v in obj:
+            yield from _strings(v)
+
+
+def text_of(t) -> list[str]:
+    """Every free-text and data string of an encoded finding (not its location)."""
+    _, _, _, message, _, _, fix, notes, data = t
+    out = [message, *notes]
+    if fix is not None:
+        out.append(fix[2])
+        out.extend(fix[3])
+        out.extend(r for _, r, _ in fix[1])
+    out.extend(_strings(data))
+    return out
+
+
+def mentions(text: str, path: str, module: str) -> bool:
+    if path and path in text:
+        return True
+    return bool(module) and (module + "." in text or text == module or f"`{module}`" in text)
+
+
+def remap_finding(t, linemap: dict) -> tuple | None:
+    """The finding with its span and fix edits moved by ``linemap``; None if a line is unknown."""
+    code, path, span, message, function, hot_path, fix, notes, data = t
+
+    def mv(s):
+        a, b = linemap.get(s[0]), linemap.get(s[2])
+        if a is None or b is None:
+            raise KeyError(s)
+        return (a, s[1], b, s[3])
+
+    try:
+        span = mv(span)
+        if fix is not None:
+            fix = (fix[0], tuple((mv(s), r, rm) for s, r, rm in fix[1]), fix[2], fix[3])
+    except KeyError:
+        return None
+    return (code, path, span, message, function, hot_path, fix, notes, data)
+
+
+# ----- the cached run -------------------------------------------------------------
+
+# more changed files than this: the full analysis is as cheap as checking interfaces
+REMAP_MAX = 32
+
+
+def project_root(paths: list[str], config) -> Path:
+    """Where the cache lives: where ``cachelint.lock`` lives (the configuration
+    file's directory, else the nearest ancestor of the first path with a lock,
+    a ``pyproject.toml`` or a ``.git``, else the current directory)."""
+    from .lockfile import find_lock
+
+    return find_lock(Path(paths[0]) if paths else Path.cwd(), getattr(config, "source", None)).parent
+
+
+def _index_key(fp: str, sf, content: str) -> str:
+    return digest(f"{fp}|{sf.path}|{sf.module}|{int(sf.is_package)}|{content}".encode("utf-8", "surrogatepass"))
+
+
+def cached_findings(
+    files, config, make_analysis, rules, cache: Cache, jobs, lock: str, need_analysis: bool = False, progress=None
+):
+    """The unsuppressed findings of ``rules`` over ``files`` with ``config``,
+    served from ``cache`` when that is provably the same result; how (``hit``:
+    nothing changed, ``remapped``: only line shifts in changed files,
+    ``partial``: whole-program analysis re-run, some indexes from the cache,
+    ``miss``); and the :class:`~cachelint.analysis.Analysis` when one was built
+    (always with ``need_analysis``, which skips result reuse).
+
+    ``make_analysis(indexes)`` builds the analysis (presets merged, the lock
+    loaded); ``lock`` is the lock file's content hash ("-" for none).
+    """
+    import gc
+
+    from .api import default_jobs, index_shared, run_rules
+    from .index import index_bytes, index_file, read_bytes
+
+    fp = tool_fingerprint()
+    blobs: list = []
+    hashes: list[str] = []
+    for sf in files:
+        try:
+            data = read_bytes(sf.path)  # a FIFO named *.py is unreadable, not a hang
+            blobs.append(data)
+            hashes.append(digest(data))
+        except OSError as e:  # indexed again every run: a CL000 finding
+            blobs.append(None)
+            hashes.append("!" + digest(repr(e).encode()))
+    scope = digest(
+        marshal.dumps(
+            # the presets are package files (in the fingerprint), chosen by the
+            # files' top-level packages: resolving them is not needed for the key
+            (fp, repr(config), lock, [r.code for r in rules], [(sf.path, sf.module, sf.is_package) for sf in files])
+        )
+    )
+    prev = None if need_analysis else cache.get("results", scope)
+    try:
+        if prev is not None and prev[0] == hashes:
+            return [decode_finding(t) for t, s in zip(prev[1], prev[2]) if not s], "hit", None
+    except (TypeError, ValueError, IndexError, KeyError):
+        prev = None
+    gc.disable()
+    try:
+        # with a lock, CL003/CL004 also read attribute reads from the sources,
+        # which the interface does not cover: no remapping then
+        if prev is not None and lock == "-":
+            try:
+                remapped = _remap(files, blobs, hashes, prev, cache, fp)
+            except (TypeError, ValueError, IndexError, KeyError):
+                remapped = None
+            if remapped is not None:
+                enc, flags = remapped
+                cache.flush({_index_key(fp, sf, h) for sf, h in zip(files, hashes)})
+                cache.put("results", scope, (hashes, enc, flags))
+                return [decode_finding(t) for t, s in zip(enc, flags) if not s], "remapped", None
+
+        indexes: list = [None] * len(files)
+        todo = []
+        for i, sf in enumerate(files):
+            if blobs[i] is None:
+                indexes[i] = index_file(sf.path, sf.module, sf.is_package)
+                continue
+            t = cache.get_index(_index_key(fp, sf, hashes[i]))
+            if t is not None:
+                try:
+                    indexes[i] = decode_index(t)
+                    if progress is not None:
+                        progress.advance()
+                    continue
+                except (TypeError, ValueError, IndexError):
+                    pass
+            todo.append(i)
+        jobs = default_jobs() if jobs is None else jobs
+        done = None
+        if jobs > 1 and len(todo) >= _parallel_threshold():
+            items = [(blobs[i], files[i].path, files[i].module, files[i].is_package) for i in todo]
+
+            keys = [_index_key(fp, files[i], hashes[i]) for i in todo]
+
+            def store_local(k, fi):
+                cache.add_index(keys[k], marshal.dumps(encode_index(fi)))
+
+            def store_remote(k, body):
+                cache.add_index(keys[k], body)
+
+            done = index_shared(items, jobs, store_local, store_remote, progress)
+        if done is not None:
+            for i, fi in zip(todo, done):
+                indexes[i] = fi
+        else:
+            for i in todo:
+                sf = files[i]
+                fi = index_bytes(blobs[i], sf.path, sf.module, sf.is_package)
+                cache.add_index(_index_key(fp, sf, hashes[i]), marshal.dumps(encode_index(fi)))
+                indexes[i] = fi
+                if progress is not None:
+                    progress.advance()
+        cache.flush({_index_key(fp, sf, h) for sf, h in zip(files, hashes)})
+        how = "miss" if len(todo) == len(files) else "partial"
+    finally:
+        gc.enable()
+    del blobs
+    gc.freeze()
+    if progress is not None:
+        progress.stage("Analysing")
+    analysis = make_analysis(indexes)
+    raw, flags = run_rules(analysis, rules)
+    cache.put("results", scope, (hashes, [encode_finding(f) for f in raw], flags))
+    return [f for f, s in zip(raw, flags) if not s], how, analysis
+
+
+def _parallel_threshold() -> int:
+    from .api import PARALLEL_THRESHOLD
+
+    return PARALLEL_THRESHOLD
+
+
+def _remap(files, blobs, hashes, prev, cache: Cache, fp: str):
+    """The previous findings moved to the changed files' new lines, or None
+    when a changed file's interface changed or a finding names a changed file."""
+    from .api import _suppressed
+    from .index import index_bytes
+
+    old_hashes, old_findings, old_flags = prev
+    if len(old_hashes) != len(hashes):
+        return None
+    changed = [i for i, (a, b) in enumerate(zip(old_hashes, hashes)) if a != b]
+    if len(changed) > REMAP_MAX:
+        return None
+    info = {}
+    for i in changed:
+        sf = files[i]
+        if blobs[i] is None or old_hashes[i].startswith("!"):
+            return None
+        old_t = cache.get_index(_index_key(fp, sf, old_hashes[i]))
+        if old_t is None:
+            return None
+        key = _index_key(fp, sf, hashes[i])
+        new_t = cache.get_index(key)
+        if new_t is None:
+            new_t = encode_index(index_bytes(blobs[i], sf.path, sf.module, sf.is_package))
+            cache.add_index(key, marshal.dumps(new_t))
+        if interface(old_t) != interface(new_t):
+            return None
+        linemap = dict(zip(index_lines(old_t), index_lines(new_t)))
+        info[sf.path] = (linemap, decode_index(new_t), sf.module)
+    enc, flags = [], []
+    for t, flag in zip(old_findings, old_flags):
+        texts = text_of(t)
+        for path, (_, _, module) in info.items():
+            if any(mentions(x, path, module) for x in texts):
+                return None
+        if t[1] in info:
+            linemap, fi, _ = info[t[1]]
+            t = remap_finding(t, linemap)
+            if t is None:
+                return None
+            flag = _suppressed(decode_finding(t), fi)
+        enc.append(t)
+        flags.append(bool(flag))
+    return enc, flags
