@@ -2,14 +2,17 @@
 
 Hot roots are qualified-name globs from the configuration (``*.Scheduler.
 schedule``, ``*Builder.build``, ...). The hot set is their closure over the call
-graph, walked breadth-first from all roots at once so that each hot function
-keeps its shortest chain from a root. Edges: module functions and imported
+graph, walked breadth-first from the roots of each kind, most frequent kind
+first (per token, per layer, per step, per request, per batch): each hot
+function takes the most frequent kind that reaches it, and its shortest chain
+from a root of that kind. Edges: module functions and imported
 functions, ``self.m()`` through the class and its bases, methods on objects of
 known type (``self.kv_cache_manager.allocate_slots()`` when the constructor
 binds ``self.kv_cache_manager = KVCacheManager(...)``), closures, and class
 construction (an edge to ``__init__``). Calls under ``if TYPE_CHECKING``,
-unresolvable dynamic calls, and calls into ``functools.cache``/``lru_cache``
-functions (whose bodies run once per arguments) are not edges.
+unresolvable dynamic calls, calls into ``functools.cache``/``lru_cache``
+functions (whose bodies run once per arguments), and calls under a fill-once
+guard (lazy init, memo dicts: see :mod:`cachelint.idioms`) are not edges.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 
 from .catalog import GlobSet, is_cached_function
 from .config import HotRoot
+from .idioms import fills_once
 from .index import CallSite, FunctionInfo
 from .program import Program
 
@@ -28,6 +32,8 @@ class HotPaths:
     chains: dict = field(default_factory=dict)  # qualname -> (root, ..., qualname)
     kinds: dict = field(default_factory=dict)  # qualname -> kind of its root
     roots: dict = field(default_factory=dict)  # root qualname -> HotRoot
+    # hot callee qualname -> [(caller FunctionInfo, CallSite)], every resolved hot call
+    callers: dict = field(default_factory=dict)
 
     def chain(self, qualname: str) -> tuple[str, ...] | None:
         return self.chains.get(qualname)
@@ -51,27 +57,65 @@ def match_roots(program: Program, roots: tuple[HotRoot, ...]) -> dict:
     return found
 
 
+# how often a site runs, most often first: ranking and --statistics use it
+FREQUENCY = ("per-token", "per-layer", "per-step", "per-request", "per-batch", "once")
+
+
+def frequency_rank(kind: str | None) -> int:
+    """0 for the most frequent kind; code off every hot path ranks last."""
+    try:
+        return FREQUENCY.index(kind or "once")
+    except ValueError:
+        return len(FREQUENCY)
+
+
 def hot_paths(program: Program, roots: tuple[HotRoot, ...]) -> HotPaths:
+    """Hot functions with their chain and kind.
+
+    A function reached from roots of several kinds takes the most frequent
+    one (a helper called per layer and per request runs per layer), and the
+    shortest chain from a root of that kind: one breadth-first walk per kind,
+    most frequent first, over edges resolved once.
+    """
     hp = HotPaths()
     matched = match_roots(program, roots)
     hp.roots = matched
-    queue: deque = deque()
-    for qn, r in matched.items():
-        hp.chains[qn] = (qn,)
-        hp.kinds[qn] = r.kind
-        queue.append(qn)
-    while queue:
-        qn = queue.popleft()
-        f = program.functions[qn]
-        if f.under_type_checking:
-            continue
-        for call in f.calls:
-            target = resolve_call(program, f, call)
-            if target is None or target.qualname in hp.chains:
-                continue
-            if is_cached_function(target):
-                continue  # @cache / @lru_cache: its body runs once per arguments, not per call
-            hp.chains[target.qualname] = hp.chains[qn] + (target.qualname,)
-            hp.kinds[target.qualname] = hp.kinds[qn]
-            queue.append(target.qualname)
+    edges: dict[str, list[str]] = {}
+
+    def targets(qn: str) -> list[str]:
+        out = edges.get(qn)
+        if out is None:
+            out = []
+            f = program.functions[qn]
+            if not f.under_type_checking:
+                for call in f.calls:
+                    if call.guard and fills_once(f, call):
+                        continue  # lazy init / memo dict: runs once per slot, not per call
+                    target = resolve_call(program, f, call)
+                    if target is None or is_cached_function(target):
+                        continue  # @cache / @lru_cache: its body runs once per arguments, not per call
+                    hp.callers.setdefault(target.qualname, []).append((f, call))
+                    if target.qualname not in out:
+                        out.append(target.qualname)
+            edges[qn] = out
+        return out
+
+    kinds = sorted({r.kind for r in matched.values()}, key=frequency_rank)
+    for kind in kinds:
+        queue: deque = deque()
+        local: dict[str, tuple] = {}  # chains from the roots of this kind
+        for qn, r in matched.items():
+            if r.kind == kind:
+                local[qn] = (qn,)
+                queue.append(qn)
+        while queue:
+            qn = queue.popleft()
+            for t in targets(qn):
+                if t not in local:
+                    local[t] = local[qn] + (t,)
+                    queue.append(t)
+        for qn, chain in local.items():
+            if qn not in hp.chains:
+                hp.chains[qn] = chain
+                hp.kinds[qn] = kind
     return hp

@@ -21,7 +21,7 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field, replace
 
-from .model import Applicability, Finding, Span
+from .model import Applicability, Edit, EditKind, Finding, Span
 
 
 @dataclass
@@ -74,7 +74,7 @@ def compute_fixes(
     """``digests``: each file's :func:`~cachelint.index.source_digest` when it
     was analysed; a file whose content differs now is not fixed (the
     findings' positions would be stale)."""
-    from codemods.replace_expression import FixError, apply_edits
+    from codemods.replace_expression import FixError
 
     from .index import source_digest
 
@@ -96,23 +96,100 @@ def compute_fixes(
         if expected and source_digest(text) != expected:
             out.append(FileFix(path, text, text, [], "changed on disk since it was analysed; fix not written"))
             continue
-        edits = [e for f in fs for e in f.fix.edits]
         try:
             with _quiet():
-                if len(text) >= WINDOW_MIN_CHARS:
-                    result = _apply_windowed(text, edits, path)
-                else:
-                    result = apply_edits(text, edits, filename=path)
+                code, fixed = _apply_atomically(text, fs, path)
         except FixError as e:
             out.append(FileFix(path, text, text, [], f"fix skipped: {e}"))
             continue
         except (RecursionError, MemoryError) as e:
             out.append(FileFix(path, text, text, [], f"fix skipped: {type(e).__name__} in the rewriter"))
             continue
-        applied = set(map(id, result.applied))
-        fixed = [f for f in fs if all(id(e) in applied for e in f.fix.edits)]
-        out.append(FileFix(path, text, result.code, fixed))
+        out.append(FileFix(path, text, code, fixed))
     return out
+
+
+def _apply_atomically(text: str, fs: list[Finding], path: str) -> tuple[str, list[Finding]]:
+    """Apply the findings' fixes to one file, each all or nothing.
+
+    Equal edits of several findings (two reads of one hoisted value) are
+    applied once. When some edit of a finding does not apply (an overlap with
+    another finding's edit, a place that cannot be found), that finding is
+    dropped and the file is rewritten from the original without it, so no
+    fix is ever half applied.
+    """
+    live = list(fs)
+    while live:
+        edits = list(dict.fromkeys(e for f in live for e in f.fix.edits))
+        code, applied = apply_file_edits(text, edits, path)
+        done = set(applied)
+        partial = [f for f in live if not all(e in done for e in f.fix.edits)]
+        if not partial:
+            return code, live
+        gone = {id(f) for f in partial}
+        live = [f for f in live if id(f) not in gone]
+    return text, []
+
+
+_NAMED = (EditKind.ADD_DECORATOR, EditKind.ADD_IMPORT)
+
+
+def apply_file_edits(text: str, edits: list[Edit], path: str):
+    """Apply edits of every kind to one file's text: the position-based ones
+    (replace, insert statements) in one :class:`~codemods.hoist.HoistCommand`
+    pass over the original positions, then the name-based ones (decorators,
+    imports) with :class:`~codemods.memoize.MemoizeCommand`. Replacements
+    alone in a very large file go through :func:`_apply_windowed`.
+
+    Returns ``(code, applied edits)``; raises ``FixError``.
+    """
+    import libcst as cst
+    from libcst.codemod import CodemodContext
+
+    from codemods.hoist import HoistCommand
+    from codemods.memoize import MemoizeCommand
+    from codemods.replace_expression import FixError, apply_edits
+
+    positional = [e for e in edits if e.kind not in _NAMED]
+    named = [e for e in edits if e.kind in _NAMED]
+    applied: list[Edit] = []
+    code = text
+    if positional and all(e.kind is EditKind.REPLACE for e in positional):
+        if len(code) >= WINDOW_MIN_CHARS:
+            result = _apply_windowed(code, positional, path)
+        else:
+            result = apply_edits(code, positional, filename=path)
+        code, applied = result.code, list(result.applied)
+    elif positional:
+        try:
+            module = cst.parse_module(code)
+        except Exception as exc:
+            raise FixError(f"{path}: cannot parse source: {exc}") from exc
+        cmd = HoistCommand(CodemodContext(filename=path), positional)
+        try:
+            out = cmd.transform_module(module)
+        except FixError:
+            raise
+        except Exception as exc:
+            raise FixError(f"{path}: rewriting failed: {exc!r}") from exc
+        if cmd.applied:
+            code, applied = out.code, list(cmd.applied)
+    if named:
+        try:
+            module = cst.parse_module(code)
+        except Exception as exc:
+            raise FixError(f"{path}: cannot parse source: {exc}") from exc
+        cmd = MemoizeCommand(CodemodContext(filename=path), named)
+        try:
+            out = cmd.transform_module(module)
+        except FixError:
+            raise
+        except Exception as exc:
+            raise FixError(f"{path}: rewriting failed: {exc!r}") from exc
+        if cmd.applied:
+            code = out.code
+            applied.extend(cmd.applied)
+    return code, applied
 
 
 def _inside(path: str, roots: list[str]) -> bool:

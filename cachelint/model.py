@@ -29,19 +29,44 @@ class Span:
     end_column: int
 
 
+class EditKind(str, Enum):
+    """What an :class:`Edit` does; each kind is applied by one codemod."""
+
+    # replace the expression spanning exactly ``span`` by ``replacement``
+    REPLACE = "replace"
+    # append the statement ``replacement`` at the end of the body of the
+    # function ``target`` (a qualified name inside the module, e.g.
+    # ``Runner.__init__``) whose ``def`` is on ``span.line``
+    APPEND_TO_FUNCTION = "append_to_function"
+    # insert the statement ``replacement`` before the statement that holds the
+    # first of ``anchors``, in the innermost block holding all of them
+    INSERT_BEFORE = "insert_before"
+    # add the decorator ``replacement`` (outermost) to the function ``target``
+    ADD_DECORATOR = "add_decorator"
+    # make sure the module imports ``target`` (``import target``)
+    ADD_IMPORT = "add_import"
+
+
 @dataclass(frozen=True)
 class Edit:
-    """Replace the expression that spans exactly ``span`` by ``replacement``.
+    """One change to a file. By default: replace the expression that spans
+    exactly ``span`` by ``replacement`` (see :class:`EditKind` for the others).
 
     ``remove_names`` are module-level names the replaced expression used; the
     codemod drops their imports if, after the edit, nothing in the module uses
     them any more. The fixer only lists names it knows no other module imports
     from this one.
+
+    Edits are values: two findings whose fixes need the same statement
+    (two reads of one hoisted value) carry equal edits, applied once.
     """
 
     span: Span
     replacement: str
     remove_names: tuple[str, ...] = ()
+    kind: EditKind = EditKind.REPLACE
+    target: str = ""
+    anchors: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -54,6 +79,9 @@ class Fix:
 
     @property
     def replacement(self) -> str:
+        for e in self.edits:
+            if e.kind is EditKind.REPLACE:
+                return e.replacement
         return self.edits[0].replacement if self.edits else ""
 
 

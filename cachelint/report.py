@@ -6,8 +6,19 @@ import json
 import re
 from collections import Counter
 
+from .callgraph import frequency_rank
 from .model import Applicability, Finding
 from .rules import BY_CODE
+
+
+def frequency(f: Finding) -> str:
+    """How often the finding's site runs: its hot-path kind, or ``once``."""
+    return (f.data or {}).get("hot_kind") or "once"
+
+
+def by_frequency(findings: list[Finding]) -> list[Finding]:
+    """Most frequently run sites first; within a kind, by place."""
+    return sorted(findings, key=lambda f: (frequency_rank(frequency(f)), f.path, f.span.line, f.span.column, f.code))
 
 
 def _col1(c: int) -> int:
@@ -30,6 +41,11 @@ def finding_to_dict(f: Finding) -> dict:
                     "end_column": _col1(e.span.end_column),
                     "replacement": e.replacement,
                     "remove_names": list(e.remove_names),
+                    "kind": e.kind.value,
+                    "target": e.target,
+                    "anchors": [
+                        [a.line, _col1(a.column), a.end_line, _col1(a.end_column)] for a in e.anchors
+                    ],
                 }
                 for e in f.fix.edits
             ],
@@ -62,9 +78,10 @@ def _short(qn: str) -> str:
 
 
 def to_text(findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True, frames: bool = False) -> str:
+    """ruff-like text, the sites that run most often first (see :func:`by_frequency`)."""
     lines = []
     sources = SourceLines()
-    for f in findings:
+    for f in by_frequency(findings):
         mark = ""
         if f.fix is not None and (f.fix.applicability is Applicability.SAFE or unsafe_fixes):
             mark = "[*] "
@@ -74,6 +91,8 @@ def to_text(findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True
         if show_chain and f.hot_path:
             kind = f.data.get("hot_kind") or "hot"
             lines.append(f"  = hot path ({kind}): " + " -> ".join(_short(x) for x in f.hot_path))
+        elif f.code != "CL000":
+            lines.append(f"  = runs: {frequency(f)} (on no hot path)")
         if f.fix is not None:
             lines.append(f"  = fix ({f.fix.applicability.value}): {f.fix.message}")
         if frames:
@@ -188,14 +207,18 @@ def summary(findings: list[Finding], fixed: int, unsafe_fixes: bool) -> str:
 
 
 def statistics(findings: list[Finding], unsafe_fixes: bool) -> str:
+    """Counts per rule, then per how often the sites run (most frequent first)."""
     counts = Counter(f.code for f in findings)
     fixable = Counter(
         f.code for f in findings if f.fix and (f.fix.applicability is Applicability.SAFE or unsafe_fixes)
     )
+    kinds = Counter((f.code, frequency(f)) for f in findings if f.code != "CL000")
     width = max((len(str(c)) for c in counts.values()), default=1)
     lines = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         rule = BY_CODE.get(code)
         mark = "[*]" if fixable.get(code) else "[ ]"
         lines.append(f"{n:>{width}}\t{code}\t{mark} {rule.name if rule else ''}")
+        for kind in sorted({k for c, k in kinds if c == code}, key=frequency_rank):
+            lines.append(f"{kinds[(code, kind)]:>{width}}\t\t    {kind}")
     return "\n".join(lines) + ("\n" if lines else "")

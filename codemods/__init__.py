@@ -19,6 +19,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from codemods.hoist import HoistCommand
+    from codemods.memoize import MemoizeCommand
     from codemods.replace_expression import (
         ApplyResult,
         FixError,
@@ -28,9 +30,13 @@ if TYPE_CHECKING:
         load_edits,
     )
 
+_HOME = {"HoistCommand": "codemods.hoist", "MemoizeCommand": "codemods.memoize"}
+
 __all__ = [
     "ApplyResult",
     "FixError",
+    "HoistCommand",
+    "MemoizeCommand",
     "RemoveImportsIfUnused",
     "ReplaceExpressionsCommand",
     "apply_edits",
@@ -40,5 +46,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        return getattr(importlib.import_module("codemods.replace_expression"), name)
+        return getattr(importlib.import_module(_HOME.get(name, "codemods.replace_expression")), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -71,7 +71,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from cachelint.model import Applicability, Edit, Span
+from cachelint.model import Applicability, Edit, EditKind, Span
 
 __all__ = [
     "ApplyResult",
@@ -395,6 +395,12 @@ def load_edits(
                     ),
                     replacement=str(raw["replacement"]),
                     remove_names=tuple(raw.get("remove_names") or ()),
+                    kind=EditKind(raw.get("kind") or EditKind.REPLACE.value),
+                    target=str(raw.get("target") or ""),
+                    anchors=tuple(
+                        Span(int(a[0]), int(a[1]) - 1, int(a[2]), int(a[3]) - 1)
+                        for a in raw.get("anchors") or ()
+                    ),
                 )
             )
     return edits
@@ -790,6 +796,8 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
         "imports that become unused."
     )
     METADATA_DEPENDENCIES: tuple[ProviderT, ...] = (PositionProvider,)
+    # the edit kinds this command applies (subclasses add statement insertions)
+    EDIT_KINDS: tuple[EditKind, ...] = (EditKind.REPLACE,)
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
@@ -841,7 +849,7 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
                 edits.extend(
                     load_edits(self.findings, filename, unsafe_fixes=self.unsafe_fixes)
                 )
-        return edits
+        return [e for e in edits if e.kind in self.EDIT_KINDS]
 
     # -- driver ------------------------------------------------------------------
 

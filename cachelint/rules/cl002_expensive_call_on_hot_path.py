@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from ..cost import CostModel
+from ..idioms import fills_once
+from ..hoisting import HoistPlanner, Site
 from ..index import dotted, render
 from ..model import Finding, Span
 from .base import Example, Rule
@@ -124,6 +127,9 @@ class Runner:
         hot = analysis.hot
         p = analysis.program
         covered = analysis.cl001_spans()
+        costs = CostModel(p, analysis.catalog, analysis.cache_analysis)
+        low_ok = analysis.config.min_cost == "low"
+        sites: list[Site] = []
         for qn in sorted(hot.chains):
             f = p.functions[qn]
             if f.under_type_checking:
@@ -134,22 +140,67 @@ class Runner:
                     continue
                 callee = p.canon(c.func, ctx)
                 names = p.callee_names(callee, dotted(c.func))
-                entry = analysis.catalog.match(names)
-                if entry is None or entry.kind == "declared-pure":
+                fn = p.callee_function(callee) if callee is not None else None
+                cost = costs.call_cost(names, fn)
+                if cost is None or (cost.cost == "low" and not low_ok):
                     continue
-                if entry.cost == "low" and analysis.config.min_cost != "low":
-                    continue
-                chain = hot.chain(qn)
-                kind = hot.kinds.get(qn, "hot")
-                shown = render(c.func)
-                via = " -> ".join(x.rsplit(".", 2)[-2] + "." + x.rsplit(".", 1)[-1] if x.count(".") >= 1 else x for x in chain)
-                why = f" ({entry.why})" if entry.why else ""
-                yield Finding(
-                    code=self.code,
-                    path=f.path,
-                    span=Span(c.line, c.column, c.end_line, c.end_column),
-                    message=f"`{shown}(...)` is {entry.kind} work on a {kind} path{why}; reached via {via}",
-                    function=qn,
-                    hot_path=chain,
-                    data={"catalog": entry.pattern, "kind": entry.kind, "hot_kind": kind},
-                )
+                if fills_once(f, c):
+                    continue  # `if self._x is None: self._x = call()` runs once
+                key = None
+                if callee is not None:
+                    args = tuple(p.canon(a, ctx) for a in c.args) + tuple(
+                        ("kw", n, p.canon(v, ctx)) for n, v in c.kwargs
+                    )
+                    if all(a is not None and (a[0] != "kw" or a[2] is not None) for a in args):
+                        key = (callee, args)
+                sites.append(Site(f, c, cost, callee, key))
+        planner = HoistPlanner(analysis, hot)
+        sites = planner.select(sites)
+        planner.plan(sites)
+        for s in sites:
+            yield self._finding(s, hot)
+
+    def _finding(self, s: Site, hot) -> Finding:
+        f, c, cost = s.function, s.call, s.cost
+        chain = hot.chain(f.qualname)
+        kind = hot.kinds.get(f.qualname, "hot")
+        shown = render(c.func)
+        via = " -> ".join(x.rsplit(".", 2)[-2] + "." + x.rsplit(".", 1)[-1] if x.count(".") >= 1 else x for x in chain)
+        why = f" ({cost.why})" if cost.why else ""
+        message = f"`{shown}(...)` is {cost.kind} work on a {kind} path{why}, and {s.repeated}; reached via {via}"
+        if s.fix is None and s.notes:
+            message += "; no fix: " + "; ".join(s.notes)
+        elif s.fix is not None and s.notes and s.fix.edits[-1].kind.value != "add_decorator":
+            message += "; " + "; ".join(s.notes)
+        return Finding(
+            code=self.code,
+            path=f.path,
+            span=Span(c.line, c.column, c.end_line, c.end_column),
+            message=message,
+            function=f.qualname,
+            hot_path=chain,
+            fix=s.fix,
+            notes=tuple(s.notes),
+            data={
+                "catalog": cost.pattern,
+                "kind": cost.kind,
+                "hot_kind": kind,
+                "inferred": cost.inferred,
+                "pure": cost.pure,
+                "fix_kind": _fix_kind(s.fix),
+                "repeated": s.repeated,
+            },
+        )
+
+
+def _fix_kind(fix) -> str | None:
+    if fix is None:
+        return None
+    kinds = {e.kind.value for e in fix.edits}
+    if "append_to_function" in kinds:
+        return "hoist-init" if not any(e.target == "<module>" for e in fix.edits) else "module-constant"
+    if "insert_before" in kinds:
+        return "hoist-local"
+    if "add_decorator" in kinds:
+        return "memoize"
+    return "replace"

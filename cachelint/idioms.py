@@ -1,0 +1,123 @@
+"""Code that runs once (or once per key) although its function runs often.
+
+The *fill-once* idioms: a slot is computed only while it is empty, and the
+function fills it, so what runs under that guard runs once per process (per
+object, per key), not once per call::
+
+    if self._sig is None:                 # lazy init of an attribute
+        self._sig = inspect.signature(fn)
+
+    global _IMPL                          # of a module global (an early exit too)
+    if _IMPL is not None:
+        return _IMPL
+    _IMPL = load()
+
+    cached = self._loaded.get(key)        # a memo dict, filled below
+    if cached is not None:
+        return cached
+    self._loaded[key] = compile(key)
+
+    if key not in _CACHE:                 # the same with a membership test
+        _CACHE[key] = build(key)
+
+    if not hasattr(self, "_x"):
+        self._x = probe()
+
+The test is syntactic, on the guard the index records for each call (the
+enclosing ``if`` tests and earlier early exits): a condition saying "the slot
+is empty" (``is None``, falsy, ``not in``, ``not hasattr``) about a slot that
+the same function assigns. Calls under it are neither hot-path edges nor
+CL002 findings.
+"""
+
+from __future__ import annotations
+
+from .index import CallSite, FunctionInfo, dotted
+
+_memo: dict = {}
+
+
+def _slots(f: FunctionInfo) -> tuple[set, set]:
+    """(attributes and globals the function assigns, containers it stores into)."""
+    key = id(f)
+    hit = _memo.get(key)
+    if hit is not None and hit[0] is f:
+        return hit[1], hit[2]
+    filled: set = set()
+    stores: set = set()
+    for a in f.assigns:
+        t = a.target
+        if t[0] == "attr":
+            d = dotted(t)
+            if d:
+                filled.add(d)
+        elif t[0] == "name" and t[1] in f.global_names:
+            filled.add(t[1])
+        elif t[0] == "sub":
+            d = dotted(t[1])
+            if d:
+                stores.add(d)
+    for c in f.calls:  # D.setdefault(k, v), D.update(...) fill a memo dict too
+        if c.func[0] == "attr" and c.func[2] in ("setdefault", "update", "__setitem__"):
+            d = dotted(c.func[1])
+            if d:
+                stores.add(d)
+    if len(_memo) > 500_000:
+        _memo.clear()
+    _memo[key] = (f, filled, stores)
+    return filled, stores
+
+
+def _empty_tests(cond, positive: bool, out: list) -> None:
+    """``("empty", expr)`` / ``("missing", key, container)`` facts a guard entry states."""
+    k = cond[0]
+    if k == "not":
+        _empty_tests(cond[1], not positive, out)
+    elif (k == "and" and positive) or (k == "or" and not positive):
+        for e in cond[1]:
+            _empty_tests(e, positive, out)
+    elif k == "cmp" and len(cond[1]) == 1:
+        op, left, right = cond[1][0], cond[2], cond[3][0]
+        if right == ("const", None) and ((op == "is" and positive) or (op == "is not" and not positive)):
+            out.append(("empty", left))
+        elif right == ("const", None) and ((op == "==" and positive) or (op == "!=" and not positive)):
+            out.append(("empty", left))
+        elif (op == "in" and not positive) or (op == "not in" and positive):
+            out.append(("missing", left, right))
+    elif k in ("name", "attr") and not positive:
+        out.append(("empty", cond))
+    elif k == "call" and not positive and cond[1] == ("name", "hasattr") and len(cond[2]) == 2:
+        obj, name = cond[2]
+        if name[0] == "const" and isinstance(name[1], str) and dotted(obj):
+            out.append(("empty", ("attr", obj, name[1])))
+
+
+def fills_once(f: FunctionInfo, c: CallSite) -> bool:
+    """Whether ``c`` runs only while a slot ``f`` fills is empty."""
+    if not c.guard or not f.assigns:
+        return False
+    filled, stores = _slots(f)
+    if not filled and not stores:
+        return False
+    facts: list = []
+    for cond, positive in c.guard:
+        _empty_tests(cond, positive, facts)
+    for fact in facts:
+        if fact[0] == "missing":
+            d = dotted(fact[2])
+            if d and d in stores:
+                return True
+            continue
+        e = fact[1]
+        d = dotted(e)
+        if d and d in filled:
+            return True
+        if e[0] == "name":
+            # a local read from a memo dict the function fills: `x = D.get(k)`
+            values = [a.value for a in f.assigns if a.target == e]
+            if values and all(
+                v[0] == "call" and v[1][0] == "attr" and v[1][2] == "get" and dotted(v[1][1]) in stores
+                for v in values
+            ):
+                return True
+    return False
