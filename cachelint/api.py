@@ -315,28 +315,55 @@ def check(
     if unsafe_fixes is None:
         unsafe_fixes = config.unsafe_fixes  # presets never set it
     if fix:
-        by_path = analysis.program.modules_by_path if analysis is not None else {}
-        digests = {path: fi.digest for path, fi in by_path.items()}
-        if progress is not None:
-            progress.stage("Fixing", len({f.path for f in findings if f.fix is not None}))
-        file_fixes = compute_fixes(findings, unsafe_fixes, digests, progress)
-        fixed_ids: set = set()
-        for ff in file_fixes:
-            if ff.error:
-                result.errors.append(f"{ff.path}: {ff.error}")
-                continue
-            if write:
-                err = write_fix(ff, roots=list(paths))
-                if err:
-                    result.errors.append(err)
+        # Like ruff, fix until nothing changes: a fix can enable another (a
+        # value hoisted into __init__ becomes a cached attribute that CL001
+        # then has other readers use). Each pass after the first re-analyses.
+        for n in range(MAX_FIX_PASSES):
+            by_path = analysis.program.modules_by_path if analysis is not None else {}
+            digests = {path: fi.digest for path, fi in by_path.items()}
+            if progress is not None:
+                progress.stage("Fixing", len({f.path for f in findings if f.fix is not None}))
+            file_fixes = compute_fixes(findings, unsafe_fixes, digests, progress)
+            fixed_ids: set = set()
+            for ff in file_fixes:
+                if ff.error:
+                    result.errors.append(f"{ff.path}: {ff.error}")
                     continue
-            fixed_ids.update(id(f) for f in ff.findings)
-        result.file_fixes = [ff for ff in file_fixes if not ff.error and ff.new != ff.old]
-        result.fixed = [f for f in findings if id(f) in fixed_ids]
-        result.findings = [f for f in findings if id(f) not in fixed_ids]
-        if write and analysis is not None:
-            _record_invariants(analysis, result)
+                if write:
+                    err = write_fix(ff, roots=list(paths))
+                    if err:
+                        result.errors.append(err)
+                        continue
+                fixed_ids.update(id(f) for f in ff.findings)
+            changed = [ff for ff in file_fixes if not ff.error and ff.new != ff.old]
+            result.file_fixes.extend(changed)
+            fixed_now = [f for f in findings if id(f) in fixed_ids]
+            result.fixed.extend(fixed_now)
+            result.findings = [f for f in findings if id(f) not in fixed_ids]
+            if write and analysis is not None:
+                _record_invariants(analysis, result, fixed_now)
+            if not write or not changed or n + 1 == MAX_FIX_PASSES:
+                break
+            analysis, findings = _reanalyse(paths, config, rules, jobs, report_only, lock_path)
+            result.findings = findings
     return result
+
+
+# fix passes at most (each after the first re-analyses the tree)
+MAX_FIX_PASSES = 10
+
+
+def _reanalyse(paths, config: Config, rules, jobs, report_only, lock_path: Path) -> tuple[Analysis, list[Finding]]:
+    """A fresh analysis after a fix pass wrote files (no cache: the tree just changed)."""
+    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    analysis = _analysis(index_files(files, jobs), _resolve(config, files), lock_path)
+    raw, flags = run_rules(analysis, rules)
+    findings = [f for f, s in zip(raw, flags) if not s]
+    if report_only is not None:
+        inside = _within(report_only)
+        findings = [f for f in findings if inside(f.path) or not f.path.endswith(".py")]
+    findings.sort(key=lambda f: (f.path, f.span.line, f.span.column, f.code))
+    return analysis, findings
 
 
 def lock_location(paths: list[str], config: Config) -> Path:
@@ -353,13 +380,13 @@ def lock_hash(lock_path: Path) -> str:
         return "-"
 
 
-def _record_invariants(analysis: Analysis, result: Result) -> None:
+def _record_invariants(analysis: Analysis, result: Result, fixed: list[Finding]) -> None:
     """Write or extend cachelint.lock with what the applied CL001 fixes rely on."""
     from .invariants import from_uses
     from .lockfile import merge
     from .lockfile import write as write_lock
 
-    spans = {(f.path, f.span.line, f.span.column) for f in result.fixed if f.code == "CL001"}
+    spans = {(f.path, f.span.line, f.span.column) for f in fixed if f.code == "CL001"}
     if not spans:
         return
     uses = [u for u in analysis.cache_analysis.uses() if (u.function.path, u.call.line, u.call.column) in spans]
@@ -368,7 +395,7 @@ def _record_invariants(analysis: Analysis, result: Result) -> None:
         return
     path = Path(analysis.lock_path)
     try:
-        result.lock_written = write_lock(path, merge(analysis.invariants or [], new))
+        result.lock_written = write_lock(path, merge(analysis.invariants or [], new)) or result.lock_written
     except OSError as e:
         result.errors.append(f"{path}: cannot write the lock: {e}")
 

@@ -71,7 +71,7 @@ class CostModel:
                     return None  # the tree's own body shows it is cheap
                 pure, pure_reason = self.ca.purity(names, fn)
                 return Cost(entry.kind, why, pure, pure_reason, entry.cost, entry.pattern, True)
-            if in_tree and self.visibly_cheap(fn):
+            if in_tree and entry.cost != "low" and self.visibly_cheap(fn):
                 return None  # every implementation in the tree is cheap (e.g. it became @cache'd)
             pure = entry.pure
             reason = "declared pure in the catalog" if pure else f"{entry.kind}: {entry.why or entry.pattern}"

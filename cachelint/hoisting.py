@@ -154,6 +154,7 @@ class HoistPlanner:
         self._sources: dict[str, list[str]] = {}
         self._compiled: dict | None = None
         self._param_memo: dict = {}
+        self._constants: dict = {}  # path -> call text -> module constant name
 
     # ----- source text ------------------------------------------------------------
     def text(self, path: str, line: int, col: int, end_line: int, end_col: int) -> str | None:
@@ -548,8 +549,12 @@ class HoistPlanner:
             elif not writers:
                 if not _class_level(p, cls, first):
                     reasons.append(f"`self.{first}` is not bound in the constructor")
-            elif len(writers) > 1 or writers[0][1].guard or writers[0][1].in_loop:
-                reasons.append(f"`self.{first}` is bound more than once, or conditionally, at construction")
+            else:
+                per_class: dict = {}
+                for w, a in writers:
+                    per_class.setdefault(w.class_qualname, []).append(a)
+                if any(len(v) > 1 or v[0].guard or v[0].in_loop for v in per_class.values()):
+                    reasons.append(f"`self.{first}` is bound more than once, or conditionally, at construction")
             for attr in chain[1:]:
                 ws = [(w, a) for w, a in p.writers(attr) if w.name not in CONSTRUCTORS]
                 if ws:
@@ -793,11 +798,15 @@ class HoistPlanner:
         text = self.call_text(f, c)
         if text is None:
             return None
-        name = "_" + _base_name(c).upper()
-        taken = set(fi.imports) | set(fi.defs) | set(fi.globals)
-        base, i = name, 2
-        while name in taken:
-            name, i = f"{base}_{i}", i + 1
+        names = self._constants.setdefault(f.path, {})
+        name = names.get(text)
+        if name is None:
+            name = "_" + _base_name(c).upper()
+            taken = set(fi.imports) | set(fi.defs) | set(fi.globals) | set(names.values())
+            base, i = name, 2
+            while name in taken:
+                name, i = f"{base}_{i}", i + 1
+            names[text] = name
         reasons = ["the call moves to import time (it then runs once, when the module is imported, e.g. before devices are set up)"]
         if not s.cost.pure:
             reasons.append(f"the callee is not known to be pure ({s.cost.pure_reason})")

@@ -142,6 +142,8 @@ class HoistCommand(ReplaceExpressionsCommand):
             for e in appends:
                 if e.target == "<module>":
                     stmt = _parse_statement(e.replacement, filename)
+                    blank = cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""))
+                    stmt = stmt.with_changes(leading_lines=[blank, blank])
                     self._inserts.setdefault(tree, []).append((None, stmt, e))
                     self._ancestors.add(tree)
                     self.applied.append(e)

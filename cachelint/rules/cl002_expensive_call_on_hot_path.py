@@ -14,14 +14,33 @@ _ROOTS = ({"pattern": "*.Runner.execute_model", "kind": "per-step"},)
 
 class ExpensiveCallOnHotPath(Rule):
     """## What it does
-    Finds a call from the expensive-call catalog (registry lookups, processor
-    construction, ``AutoConfig.from_pretrained``, ``inspect.signature``,
-    ``importlib.import_module``, ...) inside a function reached from a hot
-    root (per step, per token, per request), and reports the chain of calls
-    from the root.
-    Catalog entries marked ``cost = "low"`` (process-group and forward-context
-    lookups: cheap, but everywhere in model code) are reported only with
-    ``min-cost = "low"``.
+    Finds expensive work repeated on a hot path: a call from the
+    expensive-call catalog (registry lookups, processor construction,
+    ``AutoConfig.from_pretrained``, ``inspect.signature``,
+    ``importlib.import_module``, version parsing, environment and device
+    queries, ...), or a call of a function of the analysed tree whose body
+    walks a config, made in a function reached from a hot root, and reports
+    the chain of calls from the root and how often the site runs (per token,
+    per layer, per step, per request, per batch).
+
+    For a function or method defined in the tree, its body decides, not its
+    name: a catalogued ``config-derivation`` helper whose body became a plain
+    attribute read is not reported, nor is a catalogued method every
+    implementation of which only calls cached functions. Only repeated work
+    is reported: the call's inputs are the same on every run (constants,
+    module constants, attributes bound once at construction, parameters
+    every hot caller passes such values for), or the same call is made twice
+    in one run. A call on per-call data (the batch, the request) computes a
+    new value and is not reported.
+
+    Never reported: calls under ``if TYPE_CHECKING``, bodies of
+    ``functools.cache`` / ``lru_cache`` functions and ``cached_property``
+    getters, module-level constants, code reached only from constructors,
+    and calls under a fill-once guard (``if self._x is None: self._x =
+    ...``, a memo dict the function fills, ``if not hasattr(...)``).
+    Catalog entries marked ``cost = "low"`` (process-group, stream and
+    forward-context lookups: cheap, but everywhere in model code) are
+    reported only with ``min-cost = "low"``.
 
     ## Why is this bad?
     Work whose result does not change between steps is paid again on every
@@ -31,33 +50,69 @@ class ExpensiveCallOnHotPath(Rule):
     ## Example
     ```python
     class Runner:
+        def __init__(self, model):
+            self.model = model
+
         def execute_model(self, batch):
             sig = inspect.signature(self.model.forward)
     ```
-    Use instead: compute it once in ``__init__`` and read ``self._forward_sig``.
+    Use instead:
+    ```python
+        def __init__(self, model):
+            self.model = model
+            self._signature = inspect.signature(self.model.forward)
+
+        def execute_model(self, batch):
+            sig = self._signature
+    ```
 
     ## Fix safety
-    No fix yet: where an attribute already caches the value, CL001 reports
-    the call with a fix instead (and CL002 stays quiet on that call).
+    Each fix has its own safety class, computed per finding:
+
+    - *Hoist to `__init__`* (a method whose call reads only ``self``
+      attributes, constructor parameters and module constants): safe when
+      the callee is pure, every input is bound once at construction and
+      never reassigned (in the class, its bases or its subclasses),
+      ``__init__`` has no early return and does not itself reach the method,
+      and every subclass constructor calls ``super().__init__()``.
+    - *Hoist to a local* (the same call twice in one function): safe when
+      the callee is pure, the function does not change its inputs, and one of
+      the uses runs whenever any does (the hoisted call runs on no new path).
+    - *Memoize* (a module-level function of parameters annotated as
+      hashable, immutable values): ``@functools.cache`` is safe when the
+      function is inferred pure and returns an immutable value. Not offered
+      inside code compiled by ``torch.compile`` (Dynamo does not trace
+      through ``functools.cache``): there a call of constant inputs may go to
+      a module constant (always unsafe: it moves to import time). Not offered
+      when the value depends on mutable context (the environment, the
+      filesystem, the current device or stream, a forward context): the
+      message says which.
+
+    Where an attribute already caches the value, CL001 reports the call with
+    a fix instead (and CL002 stays quiet on that call).
 
     ## Fix availability
-    Never (for now).
+    Sometimes: when one of the three rewrites applies.
     """
 
     code = "CL002"
     name = "expensive-call-on-hot-path"
     summary = "Expensive call on a hot path"
-    fix_availability = "never"
+    fix_availability = "sometimes"
 
     VALID = [
-        # the same call outside any hot path
+        # the same call outside any hot path (code reached only from __init__)
         Example(
             """
 import inspect
 
 class Runner:
     def __init__(self, model):
-        self.sig = inspect.signature(model.forward)
+        self.model = model
+        self._setup()
+
+    def _setup(self):
+        self.sig = inspect.signature(self.model.forward)
 
     def execute_model(self, batch):
         return self.sig
@@ -82,9 +137,6 @@ if TYPE_CHECKING:
             preset="python",
             hot_roots=_ROOTS,
         ),
-    ]
-
-    VALID += [
         # the body of a memoized function runs once per arguments, not per step
         Example(
             """
@@ -102,9 +154,117 @@ def signature_of(cls):
             preset="python",
             hot_roots=_ROOTS,
         ),
+        # a cached_property getter runs once per object
+        Example(
+            """
+import functools
+import inspect
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+
+    @functools.cached_property
+    def sig(self):
+        return inspect.signature(self.model.forward)
+
+    def execute_model(self, batch):
+        return self.sig
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # the lazy-init idiom fills the attribute once
+        Example(
+            """
+import inspect
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+        self._sig = None
+
+    def execute_model(self, batch):
+        if self._sig is None:
+            self._sig = inspect.signature(self.model.forward)
+        return self._sig
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # a memo dict the function fills: once per key
+        Example(
+            """
+import importlib
+
+_MODULES = {}
+
+class Runner:
+    def execute_model(self, batch):
+        return load("json")
+
+def load(name: str):
+    mod = _MODULES.get(name)
+    if mod is not None:
+        return mod
+    _MODULES[name] = importlib.import_module(name)
+    return _MODULES[name]
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # a module-level constant is computed at import
+        Example(
+            """
+import inspect
+
+SIG = inspect.signature(print)
+
+class Runner:
+    def execute_model(self, batch):
+        return SIG
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # the input is new on every call (the batch): not repeated work
+        Example(
+            """
+import inspect
+
+class Runner:
+    def execute_model(self, batch):
+        return inspect.signature(batch.callback)
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # a catalogued config-derivation helper whose body in the tree is a plain read
+        Example(
+            """
+class ModelConfig:
+    def __init__(self, head_size: int):
+        self.head_size = head_size
+
+    def get_head_size(self) -> int:
+        return self.head_size
+
+
+class Runner:
+    def __init__(self, model_config: ModelConfig):
+        self.model_config = model_config
+
+    def execute_model(self, batch):
+        return self.model_config.get_head_size()
+""",
+            preset="none",
+            hot_roots=_ROOTS,
+            expensive_calls=({"pattern": "*.ModelConfig.get_head_size", "kind": "config-derivation", "pure": True},),
+        ),
     ]
 
     INVALID = [
+        # no __init__ of its own to hoist into: reported without a fix
         Example(
             """
 import inspect
@@ -117,7 +277,214 @@ class Runner:
         return inspect.signature(self.forward)
 """,
             expect=(("example.py", 8),),
-            message_contains=("inspect.signature", "Runner.execute_model"),
+            applicability=(None,),
+            message_contains=("inspect.signature", "Runner.execute_model", "defines no `__init__`"),
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # hoist to __init__: inputs bound once at construction, pure callee
+        Example(
+            """
+import inspect
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+
+    def execute_model(self, batch):
+        return batch, inspect.signature(self.model.forward)
+""",
+            expect=(("example.py", 8),),
+            applicability=("safe",),
+            message_contains=("per-step", "inputs are the same on every run"),
+            fixed={
+                "example.py": """
+import inspect
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+        self._signature = inspect.signature(self.model.forward)
+
+    def execute_model(self, batch):
+        return batch, self._signature
+"""
+            },
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # hoist to __init__ is unsafe when a subclass constructor skips super().__init__()
+        Example(
+            """
+import inspect
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+
+    def execute_model(self, batch):
+        return inspect.signature(self.model.forward)
+
+
+class DraftRunner(Runner):
+    def __init__(self, model):
+        self.model = model
+""",
+            expect=(("example.py", 8),),
+            applicability=("unsafe",),
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # a helper of the tree that walks a config (no catalog entry): its body decides
+        Example(
+            """
+class ModelConfig:
+    def __init__(self, hf_config):
+        self.hf_config = hf_config
+
+    def sliding_window(self):
+        w = getattr(self.hf_config, "sliding_window", None)
+        if w is None:
+            w = getattr(self.hf_config, "attention_window", None)
+        if w is None and hasattr(self.hf_config, "text_config"):
+            w = getattr(self.hf_config.text_config, "sliding_window", None)
+        return w
+
+
+class Runner:
+    def __init__(self, model_config: ModelConfig):
+        self.model_config = model_config
+
+    def execute_model(self, batch):
+        return batch, self.model_config.sliding_window()
+""",
+            expect=(("example.py", 19),),
+            applicability=("safe",),
+            message_contains=("config-derivation", "probes 4 config attributes"),
+            fixed={
+                "example.py": """
+class ModelConfig:
+    def __init__(self, hf_config):
+        self.hf_config = hf_config
+
+    def sliding_window(self):
+        w = getattr(self.hf_config, "sliding_window", None)
+        if w is None:
+            w = getattr(self.hf_config, "attention_window", None)
+        if w is None and hasattr(self.hf_config, "text_config"):
+            w = getattr(self.hf_config.text_config, "sliding_window", None)
+        return w
+
+
+class Runner:
+    def __init__(self, model_config: ModelConfig):
+        self.model_config = model_config
+        self._sliding_window = self.model_config.sliding_window()
+
+    def execute_model(self, batch):
+        return batch, self._sliding_window
+"""
+            },
+            preset="none",
+            hot_roots=_ROOTS,
+        ),
+        # hoist to a local: the same call on per-call data, twice in one run
+        Example(
+            """
+import json
+
+class Runner:
+    def execute_model(self, batch):
+        if json.loads(batch.spec)["kind"] == "a":
+            return 1
+        return len(json.loads(batch.spec))
+""",
+            expect=(("example.py", 5), ("example.py", 7)),
+            applicability=("safe", "safe"),
+            message_contains=("evaluated 2 times",),
+            fixed={
+                "example.py": """
+import json
+
+class Runner:
+    def execute_model(self, batch):
+        loads = json.loads(batch.spec)
+        if loads["kind"] == "a":
+            return 1
+        return len(loads)
+"""
+            },
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # memoize a module-level function of hashable inputs
+        Example(
+            """
+from packaging import version
+
+class Runner:
+    def execute_model(self, batch):
+        return newer_than("2.4")
+
+def newer_than(target: str) -> bool:
+    return version.parse("2.5") >= version.parse(target)
+""",
+            expect=(("example.py", 8), ("example.py", 8)),
+            applicability=("safe", "safe"),
+            fixed={
+                "example.py": """
+from packaging import version
+import functools
+
+class Runner:
+    def execute_model(self, batch):
+        return newer_than("2.4")
+
+@functools.cache
+def newer_than(target: str) -> bool:
+    return version.parse("2.5") >= version.parse(target)
+"""
+            },
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # not memoized where the value follows mutable context: the message says why
+        Example(
+            """
+import os
+
+class Runner:
+    def execute_model(self, batch):
+        return use_fast_path()
+
+def use_fast_path() -> bool:
+    return os.getenv("FAST", "0") == "1"
+""",
+            expect=(("example.py", 8),),
+            applicability=(None,),
+            message_contains=("depends on the environment",),
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # inside torch.compile'd code: no functools.cache, a module constant instead (unsafe)
+        Example(
+            """
+import torch
+from packaging import version
+
+class Runner:
+    def execute_model(self, batch):
+        return forward(batch)
+
+@torch.compile
+def forward(x):
+    if version.parse("2.5") >= version.parse("2.4"):
+        return x
+    return -x
+""",
+            expect=(("example.py", 10), ("example.py", 10)),
+            applicability=("unsafe", "unsafe"),
+            message_contains=("torch.compile",),
             preset="python",
             hot_roots=_ROOTS,
         ),
