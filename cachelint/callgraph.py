@@ -11,8 +11,9 @@ known type (``self.kv_cache_manager.allocate_slots()`` when the constructor
 binds ``self.kv_cache_manager = KVCacheManager(...)``), closures, and class
 construction (an edge to ``__init__``). Calls under ``if TYPE_CHECKING``,
 unresolvable dynamic calls, calls into ``functools.cache``/``lru_cache``
-functions (whose bodies run once per arguments), and calls under a fill-once
-guard (lazy init, memo dicts: see :mod:`cachelint.idioms`) are not edges.
+functions (whose bodies run once per arguments), calls under a fill-once
+guard (lazy init, memo dicts: see :mod:`cachelint.idioms`) and calls in
+``except`` handlers (error paths) are not edges.
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def hot_paths(program: Program, roots: tuple[HotRoot, ...]) -> HotPaths:
             f = program.functions[qn]
             if not f.under_type_checking:
                 for call in f.calls:
-                    if call.guard and fills_once(f, call):
-                        continue  # lazy init / memo dict: runs once per slot, not per call
+                    if call.in_handler or (call.guard and fills_once(f, call)):
+                        continue  # an error path; or lazy init / memo dict: once per slot, not per call
                     target = resolve_call(program, f, call)
                     if target is None or is_cached_function(target):
                         continue  # @cache / @lru_cache: its body runs once per arguments, not per call

@@ -42,7 +42,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .callgraph import HotPaths, resolve_call
-from .catalog import is_cached_function
+from .catalog import PURE_BUILTINS, is_cached_function
 from .cost import Cost
 from .index import CallSite, FunctionInfo, dotted, read_source
 from .model import Applicability, Edit, EditKind, Fix, Span
@@ -61,6 +61,7 @@ _CONTEXT_KINDS = {
     "environment": "the environment (os.environ can change at run time)",
     "io": "the filesystem or the network",
     "context-lookup": "a context set around each forward or model construction",
+    "per-call-context": "the context of each call (the current stream, device or forward)",
     "distributed": "process groups, which are re-created on reconfiguration",
     "device": "the current device or stream",
 }
@@ -182,8 +183,9 @@ class HoistPlanner:
     def varies(self, f: FunctionInfo, e, depth: int = 0) -> str | None:
         """Why expression ``e`` in ``f`` can differ between runs of ``f``, or None.
 
-        Constants, module constants, ``self`` attributes bound only at
-        construction (on an object not built on a hot path), locals bound
+        Constants, module constants, attributes that no hot code assigns
+        (bound at construction or start-up, on an object not built on a hot
+        path), locals bound
         once from invariant values, and parameters that every hot caller
         passes an invariant value for are invariant; so is a pure call of
         invariant inputs. Anything else may vary, and a call on it is then
@@ -206,9 +208,9 @@ class HoistPlanner:
             why = self.varies(f, e[1], depth + 1)
             if why is not None:
                 return why
-            ws = [w for w, _a in self.p.writers(e[2]) if w.name not in CONSTRUCTORS]
+            ws = self._hot_writers(self.p.writers(e[2]))
             if ws and not (d is not None and self._is_module_path(f, d)):
-                return f"`.{e[2]}` is assigned in `{ws[0].qualname}`"
+                return f"`.{e[2]}` is assigned in `{ws[0].qualname}`, which runs on a hot path"
             return None
         if k == "call":
             for part in (e[1], *e[2], *(v for _kw, v in e[3])):
@@ -221,6 +223,10 @@ class HoistPlanner:
             fn = self.p.callee_function(callee) if callee is not None else None
             if fn is not None and is_cached_function(fn):
                 return None
+            if callee is not None and len(callee) == 1 and callee[0][0] == "g":
+                qn = callee[0][1]
+                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
+                    return None
             pure, _ = self.a.cache_analysis.purity(names, fn)
             if not pure:
                 return f"`{dotted(e[1]) or '...'}(...)` may return a different value each time"
@@ -283,14 +289,20 @@ class HoistPlanner:
                 return f"`self.{first}` is a property, recomputed on each read"
             return None
         for k in [cls, *p.subclasses(cls)]:
-            for w, a in p.self_attr_writers(k, first):
-                if w.name not in CONSTRUCTORS:
-                    return f"`self.{first}` is assigned in `{w.qualname}`"
-        for attr in chain[1:]:
-            ws = [w for w, _a in p.writers(attr) if w.name not in CONSTRUCTORS]
+            ws = self._hot_writers(p.self_attr_writers(k, first))
             if ws:
-                return f"`.{attr}` is assigned in `{ws[0].qualname}`"
+                return f"`self.{first}` is assigned in `{ws[0].qualname}`, which runs on a hot path"
+        for attr in chain[1:]:
+            ws = self._hot_writers(p.writers(attr))
+            if ws:
+                return f"`.{attr}` is assigned in `{ws[0].qualname}`, which runs on a hot path"
         return None
+
+    def _hot_writers(self, writers: list) -> list:
+        """Writers that run on a hot path: between two runs of a hot site, only
+        they change what it reads (start-up code such as ``load_model`` runs
+        before). Constructors count when the object is built on a hot path."""
+        return [w for w, _a in writers if w.qualname in self.hot.chains]
 
     def _name_varies(self, f: FunctionInfo, n: str, depth: int) -> str | None:
         p = self.p
@@ -407,7 +419,10 @@ class HoistPlanner:
                 groups.setdefault((s.function.qualname, s.key), []).append(s)
         out = []
         for s in sites:
-            why = self.inputs_vary(s.function, s.call)
+            if s.cost.kind == "per-call-context":
+                why = "its value is tied to the context of each call"
+            else:
+                why = self.inputs_vary(s.function, s.call)
             if why is None:
                 s.repeated = "its inputs are the same on every run"
                 out.append(s)
@@ -782,8 +797,8 @@ class HoistPlanner:
         """Inside compiled code: evaluate a call of constant inputs once, at import."""
         p = self.p
         f, c = s.function, s.call
-        if f.qualname not in self.compiled():
-            return None
+        if f.qualname not in self.compiled() or not s.cost.pure:
+            return None  # an impure call moved to import time would be a different program
         ctx = p.context(f)
         used: list[str] = []
         _names_in(_call_expr(c), used)
@@ -808,8 +823,6 @@ class HoistPlanner:
                 name, i = f"{base}_{i}", i + 1
             names[text] = name
         reasons = ["the call moves to import time (it then runs once, when the module is imported, e.g. before devices are set up)"]
-        if not s.cost.pure:
-            reasons.append(f"the callee is not known to be pure ({s.cost.pure_reason})")
         edits = (
             Edit(Span(c.line, c.column, c.end_line, c.end_column), name),
             Edit(Span(0, 0, 0, 0), f"{name} = {text}", kind=EditKind.APPEND_TO_FUNCTION, target="<module>"),

@@ -12,7 +12,8 @@ object, per key), not once per call::
         return _IMPL
     _IMPL = load()
 
-    cached = self._loaded.get(key)        # a memo dict, filled below
+    cached = self._loaded.get(key)        # a memo dict, filled below (the local
+                                          # may be re-read under a lock, or reused)
     if cached is not None:
         return cached
     self._loaded[key] = compile(key)
@@ -115,7 +116,7 @@ def fills_once(f: FunctionInfo, c: CallSite) -> bool:
         if e[0] == "name":
             # a local read from a memo dict the function fills: `x = D.get(k)`
             values = [a.value for a in f.assigns if a.target == e]
-            if values and all(
+            if any(
                 v[0] == "call" and v[1][0] == "attr" and v[1][2] == "get" and dotted(v[1][1]) in stores
                 for v in values
             ):

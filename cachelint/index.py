@@ -81,6 +81,8 @@ class CallSite:
     stmt_line: int  # first line of the enclosing statement
     # the call is the whole right-hand side of an assignment to this target
     assigned_to: Expr | None = None
+    # the call is inside an `except` handler (an error path, not the usual one)
+    in_handler: bool = False
 
 
 @dataclass
@@ -558,6 +560,7 @@ class _FunctionBodyIndexer:
         self.calls: list[CallSite] = []
         self.returns: list[Expr] = []
         self.global_names: list[str] = []
+        self.handler_depth = 0
 
     def _pos(self, node) -> tuple[int, int, int, int]:
         c = self.ix.cols
@@ -633,7 +636,11 @@ class _FunctionBodyIndexer:
             for h in stmt.handlers:
                 if h.name:
                     self.assigns.append(Assign(("name", h.name), UNKNOWN, h.lineno, 0, h.lineno, 0, guard, in_loop, "except"))
-                self.block(h.body, guard, in_loop)
+                self.handler_depth += 1
+                try:
+                    self.block(h.body, guard, in_loop)
+                finally:
+                    self.handler_depth -= 1
             self.block(stmt.orelse, guard, in_loop)
             self.block(stmt.finalbody, guard, in_loop)
             return
@@ -713,7 +720,9 @@ class _FunctionBodyIndexer:
                 line, col, end_line, end_col = self._pos(n)
                 args = tuple(UNKNOWN if type(a) is ast.Starred else conv(a) for a in n.args)
                 kwargs = tuple((k.arg, conv(k.value)) for k in n.keywords)
-                self.calls.append(CallSite(conv(n.func), args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at))
+                self.calls.append(
+                    CallSite(conv(n.func), args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at, self.handler_depth > 0)
+                )
                 # leaves hold no calls: not pushed (most arguments are names and constants)
                 if type(n.func) not in _LEAVES:
                     stack.append((n.func, g, loop, None))

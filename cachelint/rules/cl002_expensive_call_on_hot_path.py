@@ -33,7 +33,8 @@ class ExpensiveCallOnHotPath(Rule):
     in one run. A call on per-call data (the batch, the request) computes a
     new value and is not reported.
 
-    Never reported: calls under ``if TYPE_CHECKING``, bodies of
+    Never reported: calls under ``if TYPE_CHECKING`` or in ``except``
+    handlers (error paths), bodies of
     ``functools.cache`` / ``lru_cache`` functions and ``cached_property``
     getters, module-level constants, code reached only from constructors,
     and calls under a fill-once guard (``if self._x is None: self._x =
@@ -511,6 +512,8 @@ def forward(x):
                 cost = costs.call_cost(names, fn)
                 if cost is None or (cost.cost == "low" and not low_ok):
                     continue
+                if c.in_handler:
+                    continue  # an `except` handler: the error path, not the hot one
                 if fills_once(f, c):
                     continue  # `if self._x is None: self._x = call()` runs once
                 key = None
