@@ -527,17 +527,24 @@ def forward(x):
         planner = HoistPlanner(analysis, hot)
         sites = planner.select(sites)
         planner.plan(sites)
+        compiled = planner.compiled() if sites else {}
         for s in sites:
-            yield self._finding(s, hot)
+            yield self._finding(s, hot, compiled.get(s.function.qualname))
 
-    def _finding(self, s: Site, hot) -> Finding:
+    def _finding(self, s: Site, hot, compiled_from: str | None = None) -> Finding:
         f, c, cost = s.function, s.call, s.cost
         chain = hot.chain(f.qualname)
         kind = hot.kinds.get(f.qualname, "hot")
         shown = render(c.func)
         via = " -> ".join(x.rsplit(".", 2)[-2] + "." + x.rsplit(".", 1)[-1] if x.count(".") >= 1 else x for x in chain)
         why = f" ({cost.why})" if cost.why else ""
-        message = f"`{shown}(...)` is {cost.kind} work on a {kind} path{why}, and {s.repeated}; reached via {via}"
+        message = f"`{shown}(...)` is {cost.kind} work on a {kind} path{why}, and {s.repeated}"
+        if compiled_from is not None:
+            message += (
+                f" (inside code compiled by torch.compile from `{compiled_from}`: it runs on each call in eager"
+                " mode, and is traced into the graph and its guards otherwise)"
+            )
+        message += f"; reached via {via}"
         if s.fix is None and s.notes:
             message += "; no fix: " + "; ".join(s.notes)
         elif s.fix is not None and s.notes and s.fix.edits[-1].kind.value != "add_decorator":
@@ -559,6 +566,7 @@ def forward(x):
                 "pure": cost.pure,
                 "fix_kind": _fix_kind(s.fix),
                 "repeated": s.repeated,
+                "compiled_from": compiled_from,
             },
         )
 
