@@ -79,6 +79,7 @@ class Site:
     fix: Fix | None = None
     notes: list = field(default_factory=list)
     repeated: str = ""  # why this is repeated work
+    invariant: bool = False  # same inputs on every run (else: repeated within one run only)
     varies: str | None = None  # why the inputs change between runs (not reported)
 
 
@@ -425,6 +426,7 @@ class HoistPlanner:
                 why = self.inputs_vary(s.function, s.call)
             if why is None:
                 s.repeated = "its inputs are the same on every run"
+                s.invariant = True
                 out.append(s)
                 continue
             same = groups.get((s.function.qualname, s.key), []) if s.key is not None else []
@@ -449,10 +451,11 @@ class HoistPlanner:
                     repeats.setdefault(s.key, []).append(s)
             for s in group:
                 cands = []
-                init = self._hoist_init(s, init_names)
+                # a value that may change between runs can only be shared within one run
+                init = self._hoist_init(s, init_names) if s.invariant else None
                 if init is not None:
                     cands.append(init)
-                memo = self._memoize(s)
+                memo = self._memoize(s) if s.invariant else None
                 if memo is not None:
                     cands.append(memo)
                 same = repeats.get(s.key, []) if s.key is not None else []
@@ -460,7 +463,7 @@ class HoistPlanner:
                     local = self._hoist_local(s, same)
                     if local is not None:
                         cands.append(local)
-                const = self._module_constant(s)
+                const = self._module_constant(s) if s.invariant else None
                 if const is not None:
                     cands.append(const)
                 safe = [x for x in cands if x.applicability is Applicability.SAFE]

@@ -418,6 +418,45 @@ class Runner:
             preset="python",
             hot_roots=_ROOTS,
         ),
+        # a value tied to each call's context (the forward context) is shared
+        # within one run only: a local, never an __init__ attribute
+        Example(
+            """
+from engine.context import get_forward_context
+
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+
+    def execute_model(self, batch):
+        a = get_forward_context().attn
+        b = get_forward_context().meta
+        return a, b
+""",
+            expect=(("example.py", 9), ("example.py", 10)),
+            applicability=("unsafe", "unsafe"),
+            message_contains=("evaluated 2 times",),
+            fixed={
+                "example.py": """
+from engine.context import get_forward_context
+
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+
+    def execute_model(self, batch):
+        forward_context = get_forward_context()
+        a = forward_context.attn
+        b = forward_context.meta
+        return a, b
+"""
+            },
+            preset="none",
+            hot_roots=_ROOTS,
+            expensive_calls=({"pattern": "*.get_forward_context", "kind": "per-call-context", "pure": False},),
+        ),
         # memoize a module-level function of hashable inputs
         Example(
             """
