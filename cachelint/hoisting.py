@@ -127,7 +127,7 @@ def _attr_chains(e, root: str, out: list) -> None:
         if d is not None and d.split(".")[0] == root:
             out.append(tuple(d.split(".")[1:]))
             return
-    for part in e[1:]:
+    for part in e[1:] if isinstance(e[0], str) else e:  # a node, or a tuple of nodes (arguments)
         if isinstance(part, tuple):
             _attr_chains(part, root, out)
 
@@ -568,11 +568,15 @@ class HoistPlanner:
                 if not _class_level(p, cls, first):
                     reasons.append(f"`self.{first}` is not bound in the constructor")
             else:
-                per_class: dict = {}
-                for w, a in writers:
-                    per_class.setdefault(w.class_qualname, []).append(a)
-                if any(len(v) > 1 or v[0].guard or v[0].in_loop for v in per_class.values()):
+                own = set(p.mro(cls))
+                mine = [a for w, a in writers if w.class_qualname in own]
+                later = [w for w, a in writers if w.class_qualname not in own]
+                if len(mine) > 1 or any(a.guard or a.in_loop for a in mine):
                     reasons.append(f"`self.{first}` is bound more than once, or conditionally, at construction")
+                if later:
+                    reasons.append(
+                        f"subclass constructor `{later[0].qualname}` rebinds `self.{first}`, possibly after the hoisted value is computed"
+                    )
             for attr in chain[1:]:
                 ws = [(w, a) for w, a in p.writers(attr) if w.name not in CONSTRUCTORS]
                 if ws:

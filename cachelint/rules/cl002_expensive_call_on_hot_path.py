@@ -336,6 +336,33 @@ class DraftRunner(Runner):
             preset="python",
             hot_roots=_ROOTS,
         ),
+        # ... and when a subclass constructor rebinds an input after super().__init__()
+        Example(
+            """
+import inspect
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+
+    def execute_model(self, batch):
+        return inspect.signature(self.model.forward)
+
+
+class WrappedRunner(Runner):
+    def __init__(self, model):
+        super().__init__(model)
+        self.model = wrap(model)
+
+
+def wrap(model):
+    return model
+""",
+            expect=(("example.py", 8),),
+            applicability=("unsafe",),
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # a helper of the tree that walks a config (no catalog entry): its body decides
         Example(
             """
