@@ -250,6 +250,20 @@ class HoistPlanner:
             return None
         return "an expression cachelint does not follow"
 
+    def _value_discarded(self, f: FunctionInfo, c: CallSite) -> bool:
+        """The call is a whole expression statement: ``x.sync()`` on its own line."""
+        if c.assigned_to is not None or c.line != c.stmt_line:
+            return False
+        lines = self._sources.get(f.path)
+        if lines is None:
+            self.text(f.path, 1, 0, 1, 0)
+            lines = self._sources.get(f.path) or []
+        if c.end_line > len(lines):
+            return False
+        before = lines[c.line - 1][: c.column]
+        after = lines[c.end_line - 1][c.end_column :].strip()
+        return before.strip() == "" and (after == "" or after.startswith("#") or after == ";")
+
     def inputs_vary(self, f: FunctionInfo, c: CallSite) -> str | None:
         """Why the callee or an argument of call ``c`` can change between runs."""
         for part in (c.func, *c.args, *(v for _kw, v in c.kwargs)):
@@ -420,6 +434,11 @@ class HoistPlanner:
                 groups.setdefault((s.function.qualname, s.key), []).append(s)
         out = []
         for s in sites:
+            if not s.cost.pure and self._value_discarded(s.function, s.call):
+                # `torch.cuda.synchronize()`, `traceback.print_exc()`: done for
+                # the effect, which no hoist or cache can keep
+                s.varies = "the call is made for its side effect; its value is discarded"
+                continue
             if s.cost.kind == "per-call-context":
                 why = "its value is tied to the context of each call"
             else:

@@ -33,8 +33,9 @@ class ExpensiveCallOnHotPath(Rule):
     in one run. A call on per-call data (the batch, the request) computes a
     new value and is not reported.
 
-    Never reported: calls under ``if TYPE_CHECKING`` or in ``except``
-    handlers (error paths), bodies of
+    Never reported: impure calls made for their side effect (a whole
+    statement, value discarded: ``torch.cuda.synchronize()``), calls under
+    ``if TYPE_CHECKING`` or in ``except`` handlers (error paths), bodies of
     ``functools.cache`` / ``lru_cache`` functions and ``cached_property``
     getters, module-level constants, code reached only from constructors,
     and calls under a fill-once guard (``if self._x is None: self._x =
@@ -236,6 +237,20 @@ import inspect
 class Runner:
     def execute_model(self, batch):
         return inspect.signature(batch.callback)
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
+        # a call made for its side effect (its value discarded) is not work to compute once
+        Example(
+            """
+import torch
+
+class Runner:
+    def execute_model(self, batch):
+        out = batch.run()
+        torch.cuda.synchronize()
+        return out
 """,
             preset="python",
             hot_roots=_ROOTS,
