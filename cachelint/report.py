@@ -88,12 +88,9 @@ def to_text(findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True
         lines.append(f"{f.path}:{f.span.line}:{_col1(f.span.column)}: {f.code} {mark}{f.message}")
         if frames:
             lines.extend(code_frame(f, sources.get(f.path)))
-        if f.hot_path:
-            if show_chain:
-                kind = f.data.get("hot_kind") or "hot"
-                lines.append(f"  = hot path ({kind}): " + " -> ".join(_short(x) for x in f.hot_path))
-        elif f.code != "CL000":
-            lines.append(f"  = runs: {frequency(f)} (on no hot path)")
+        if show_chain and f.hot_path:
+            kind = f.data.get("hot_kind") or "hot"
+            lines.append(f"  = hot path ({kind}): " + " -> ".join(_short(x) for x in f.hot_path))
         if f.fix is not None:
             lines.append(f"  = fix ({f.fix.applicability.value}): {f.fix.message}")
         if frames:
