@@ -59,9 +59,9 @@ from pathlib import Path
 
 from . import __version__
 from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param
-from .model import Applicability, Edit, Finding, Fix, Span
+from .model import Applicability, Edit, EditKind, Finding, Fix, Span
 
-FORMAT = 1
+FORMAT = 2
 DEFAULT_DIR = ".cachelint_cache"
 _MAGIC = b"CLC1"
 _SUM = 16  # checksum bytes
@@ -444,7 +444,10 @@ def encode_finding(f: Finding) -> tuple:
     if f.fix is not None:
         fix = (
             f.fix.applicability.value,
-            tuple((_span(e.span), e.replacement, e.remove_names) for e in f.fix.edits),
+            tuple(
+                (_span(e.span), e.replacement, e.remove_names, e.kind.value, e.target, tuple(_span(a) for a in e.anchors))
+                for e in f.fix.edits
+            ),
             f.fix.message,
             f.fix.relies_on,
         )
@@ -457,7 +460,10 @@ def decode_finding(t) -> Finding:
     if fix is not None:
         fx = Fix(
             Applicability(fix[0]),
-            tuple(Edit(Span(*s), r, tuple(rm)) for s, r, rm in fix[1]),
+            tuple(
+                Edit(Span(*s), r, tuple(rm), EditKind(k), t, tuple(Span(*a) for a in an))
+                for s, r, rm, k, t, an in fix[1]
+            ),
             fix[2],
             tuple(fix[3]),
         )
@@ -493,7 +499,7 @@ def text_of(t) -> list[str]:
     if fix is not None:
         out.append(fix[2])
         out.extend(fix[3])
-        out.extend(r for _, r, _ in fix[1])
+        out.extend(e[1] for e in fix[1])  # the replacement or statement text
     out.extend(_strings(data))
     return out
 
@@ -517,7 +523,12 @@ def remap_finding(t, linemap: dict) -> tuple | None:
     try:
         span = mv(span)
         if fix is not None:
-            fix = (fix[0], tuple((mv(s), r, rm) for s, r, rm in fix[1]), fix[2], fix[3])
+            fix = (
+                fix[0],
+                tuple((mv(s), r, rm, k, t, tuple(mv(a) for a in an)) for s, r, rm, k, t, an in fix[1]),
+                fix[2],
+                fix[3],
+            )
     except KeyError:
         return None
     return (code, path, span, message, function, hot_path, fix, notes, data)

@@ -40,6 +40,13 @@ _CHEAP_BUILTINS = frozenset(
 )
 
 
+def _stub(fn: FunctionInfo) -> bool:
+    """A body that computes nothing: ``...``, ``pass``, a docstring, ``raise``."""
+    return (
+        all(c.func == ("name", "NotImplementedError") for c in fn.calls) and not fn.returns and not fn.assigns
+    )
+
+
 @dataclass(frozen=True)
 class Cost:
     kind: str
@@ -107,9 +114,16 @@ class CostModel:
         if key in memo:
             return bool(memo[key])
         memo[key] = None  # recursion: not proven
-        ok = all(self._body_cheap(g, depth) for g in self.implementations(fn))
+        ok = self._all_cheap(self.implementations(fn), depth)
         memo[key] = "yes" if ok else None
         return ok
+
+    def _all_cheap(self, impls: list[FunctionInfo], depth: int) -> bool:
+        """Every real implementation is cheap. Stubs (``...``, ``pass``, ``raise
+        NotImplementedError``) show nothing: alone they prove nothing, and
+        beside overrides they are the abstract base the overrides replace."""
+        real = [g for g in impls if not _stub(g)]
+        return bool(real) and all(self._body_cheap(g, depth) for g in real)
 
     def _body_cheap(self, fn: FunctionInfo, depth: int) -> bool:
         if is_cached_function(fn):
@@ -149,11 +163,9 @@ class CostModel:
                         continue  # a small value object of the tree (its __init__ is checked below if any)
                     return False
                 targets = [g]
-            for g in targets:
-                if g is fn or is_cached_function(g):
-                    continue
-                if not self._body_cheap(g, depth + 1):
-                    return False
+            targets = [g for g in targets if g is not fn and not is_cached_function(g)]
+            if targets and not self._all_cheap(targets, depth + 1):
+                return False
         return True
 
     def _local_method(self, fn: FunctionInfo, ctx, first: str | None, local: str, meth: str) -> FunctionInfo | None:
