@@ -260,7 +260,9 @@ class InvariantCheck:
                     end_column=a.end_column,
                     is_fill=is_fill,
                     value_text=render(value) if value else "?",
-                    guard=tuple(atom_text(x, anchor_root, "X") for x in atoms),
+                    # normalised from the display text, as the lock's guard is:
+                    # an opaque condition is spelled as written, anchor included
+                    guard=tuple(normalise(atom_text(x, anchor_root, name), name) for x in atoms),
                     guard_display=tuple(atom_text(x, anchor_root, name) for x in atoms),
                     atoms=atoms,
                     anchor_root=anchor_root,

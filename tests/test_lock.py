@@ -210,3 +210,27 @@ def test_checking_some_files_does_not_report_fills_outside_them(tmp_path):
     proc = run_cli("check", "pkg/config.py", "pkg/runner.py", "--output-format", "json", cwd=work)
     assert proc.returncode == 1
     assert {f["code"] for f in json.loads(proc.stdout)} == {"CL003"}
+
+
+def test_an_opaque_fill_guard_round_trips(tmp_path):
+    # `if A and not B: raise` before the fill: a condition cachelint keeps as
+    # written (anchor included) must compare equal to itself after the lock
+    shutil.copy(FIXTURES / "lock_written" / "before" / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    config = (FIXTURES / "lock_written" / "before" / "pkg" / "config.py").read_text()
+    config = config.replace(
+        "        if self.model.is_encoder_decoder and self.model.pooling is None:\n"
+        "            self.scheduler.encoder_budget = REGISTRY.encoder_len(self.model)\n",
+        "        if self.model.pooling and not self.model.is_encoder_decoder:\n"
+        "            raise ValueError('unsupported')\n"
+        "        self.scheduler.encoder_budget = REGISTRY.encoder_len(self.model)\n",
+    )
+    assert "raise ValueError" in config
+    config += "\n\ndef budget(config: EngineConfig) -> int:\n    return REGISTRY.encoder_len(config.model)\n"
+    (tmp_path / "pkg" / "config.py").write_text(config)
+    assert run_cli("check", ".", "--fix", "--unsafe-fixes", cwd=tmp_path).returncode == 0
+    lock = tomllib.loads((tmp_path / "cachelint.lock").read_text())["invariant"][0]
+    assert lock["guard"] == ["not (self.model.pooling and (not self.model.is_encoder_decoder))"]
+    assert _codes(tmp_path) == []
+    assert run_cli("lock", "--check", cwd=tmp_path).returncode == 0
