@@ -134,6 +134,27 @@ def _apply_atomically(text: str, fs: list[Finding], path: str) -> tuple[str, lis
 _NAMED = (EditKind.ADD_DECORATOR, EditKind.ADD_IMPORT)
 
 
+def _run_command(command_cls, code: str, edits: list[Edit], path: str):
+    """Run one codemod command over ``code``: (new code, edits it applied)."""
+    import libcst as cst
+    from libcst.codemod import CodemodContext
+
+    from codemods.replace_expression import FixError
+
+    try:
+        module = cst.parse_module(code)
+    except Exception as exc:
+        raise FixError(f"{path}: cannot parse source: {exc}") from exc
+    cmd = command_cls(CodemodContext(filename=path), edits)
+    try:
+        out = cmd.transform_module(module)
+    except FixError:
+        raise
+    except Exception as exc:
+        raise FixError(f"{path}: rewriting failed: {exc!r}") from exc
+    return (out.code, cmd.applied) if cmd.applied else (code, [])
+
+
 def apply_file_edits(text: str, edits: list[Edit], path: str):
     """Apply edits of every kind to one file's text: the position-based ones
     (replace, insert statements) in one :class:`~codemods.hoist.HoistCommand`
@@ -143,12 +164,9 @@ def apply_file_edits(text: str, edits: list[Edit], path: str):
 
     Returns ``(code, applied edits)``; raises ``FixError``.
     """
-    import libcst as cst
-    from libcst.codemod import CodemodContext
-
     from codemods.hoist import HoistCommand
     from codemods.memoize import MemoizeCommand
-    from codemods.replace_expression import FixError, apply_edits
+    from codemods.replace_expression import apply_edits
 
     positional = [e for e in edits if e.kind not in _NAMED]
     named = [e for e in edits if e.kind in _NAMED]
@@ -161,34 +179,11 @@ def apply_file_edits(text: str, edits: list[Edit], path: str):
             result = apply_edits(code, positional, filename=path)
         code, applied = result.code, list(result.applied)
     elif positional:
-        try:
-            module = cst.parse_module(code)
-        except Exception as exc:
-            raise FixError(f"{path}: cannot parse source: {exc}") from exc
-        cmd = HoistCommand(CodemodContext(filename=path), positional)
-        try:
-            out = cmd.transform_module(module)
-        except FixError:
-            raise
-        except Exception as exc:
-            raise FixError(f"{path}: rewriting failed: {exc!r}") from exc
-        if cmd.applied:
-            code, applied = out.code, list(cmd.applied)
+        code, done = _run_command(HoistCommand, code, positional, path)
+        applied = list(done)
     if named:
-        try:
-            module = cst.parse_module(code)
-        except Exception as exc:
-            raise FixError(f"{path}: cannot parse source: {exc}") from exc
-        cmd = MemoizeCommand(CodemodContext(filename=path), named)
-        try:
-            out = cmd.transform_module(module)
-        except FixError:
-            raise
-        except Exception as exc:
-            raise FixError(f"{path}: rewriting failed: {exc!r}") from exc
-        if cmd.applied:
-            code = out.code
-            applied.extend(cmd.applied)
+        code, done = _run_command(MemoizeCommand, code, named, path)
+        applied.extend(done)
     return code, applied
 
 
