@@ -178,30 +178,38 @@ class InvariantCheck:
 
     # ----- the current code -----------------------------------------------------------
     def reads(self) -> dict:
-        """Reads of every locked attribute name: attr -> [(FunctionInfo, read tuple)].
+        """Reads of the locked attribute names: attr -> [(FunctionInfo, read tuple)].
 
-        The whole-program index does not keep attribute reads (too many); the
-        files whose text mentions a locked name are indexed again with those
-        names watched, which costs milliseconds for a handful of files.
+        The whole-program index does not keep attribute reads (too many); files
+        are indexed again with the names watched. A guarded fill's name is
+        looked for everywhere (any new read may be a CL004). An unconditional
+        fill has no unsafe readers, so its name (often a common one such as
+        ``tp_size``) is looked for only where its readers and fill are.
         """
         if self._reads is not None:
             return self._reads
-        names = frozenset(inv.attr for inv in self.invariants)
-        out: dict = {n: [] for n in names}
-        if not names:
-            self._reads = out
-            return out
-        encoded = [n.encode() for n in names]
         p = self.program
+        everywhere = frozenset(inv.attr for inv in self.invariants if inv.guard)
+        near = frozenset(inv.attr for inv in self.invariants if not inv.guard)
+        out: dict = {n: [] for n in everywhere | near}
+        near_places = {pl for inv in self.invariants if not inv.guard for pl in (*inv.readers, inv.fill)}
+        near_functions = {pl.function for pl in near_places}
+        near_modules = {pl.module for pl in near_places}
+        if near_places:
+            near_modules |= {f.module for f in p.functions.values() if place_of(f).function in near_functions}
         for fi in p.indexes:
             if fi.error:
+                continue
+            names = everywhere | near if fi.module in near_modules else everywhere
+            if not names:
                 continue
             try:
                 with open(fi.path, "rb") as fh:
                     data = fh.read()
             except OSError:
                 continue
-            if not any(n in data for n in encoded):
+            names = frozenset(n for n in names if n.encode() in data)
+            if not names:
                 continue
             try:
                 source = read_source(fi.path)
@@ -215,6 +223,12 @@ class InvariantCheck:
                 out.setdefault(expr[2], []).append((f, (expr, line, col, end_line, end_col, guard)))
         self._reads = out
         return out
+
+    def known_reads(self, inv: Invariant, reads: list, readers, fill: Place) -> tuple:
+        """Reads to record as already there (only a guarded fill has unsafe readers)."""
+        if not inv.guard:
+            return ()
+        return tuple(sorted({place_of(r.function) for r in reads} - set(readers) - {fill}))
 
     def writers_of(self, inv: Invariant) -> list[Writer]:
         p = self.program
@@ -460,6 +474,9 @@ class InvariantCheck:
         w = fills[0]
         fill_place = place_of(w.function)
         name = _anchor_name(w.anchor_root)
+        if w.guard and not inv.guard:
+            # newly guarded: its reads are now looked for everywhere
+            reads = InvariantCheck(self.program, [replace(inv, guard=w.guard_display)]).reads_of(inv)
         new = replace(
             inv,
             target=".".join((name,) + inv.path_attrs),
@@ -468,9 +485,7 @@ class InvariantCheck:
             fill=fill_place,
             at_construction=w.at_construction,
             readers=readers,
-            known_reads=tuple(
-                sorted({place_of(r.function) for r in reads} - set(readers) - {fill_place})
-            ),
+            known_reads=self.known_reads(replace(inv, guard=w.guard_display), reads, readers, fill_place),
             known_writers=tuple(
                 sorted({place_of(x.function) for x in writers if x is not w and not x.is_default} - {fill_place})
             ),
@@ -547,7 +562,7 @@ def from_uses(program: Program, uses: list) -> list[Invariant]:
         out.append(
             replace(
                 inv,
-                known_reads=tuple(sorted({place_of(r.function) for r in reads} - set(inv.readers) - {inv.fill})),
+                known_reads=check.known_reads(inv, reads, inv.readers, inv.fill),
                 known_writers=tuple(sorted({place_of(w.function) for w in writers if not w.is_default} - {inv.fill})),
             )
         )

@@ -30,7 +30,8 @@ a module and a function qualified name inside it::
 first name (``self`` here) is the *anchor*, the object the fill runs on.
 ``readers`` are the rewritten sites; ``known_reads`` and ``known_writers`` are
 the other reads and assignments of the attribute that existed when the lock
-was written (CL004 and CL003 report only new ones).
+was written (CL004 and CL003 report only new ones). Reads are recorded only for
+a guarded fill: after an unconditional fill every read is safe.
 """
 
 from __future__ import annotations
