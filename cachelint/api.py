@@ -218,6 +218,7 @@ def _suppressed(f: Finding, fi: FileIndex | None) -> bool:
 
 
 def lock_location(paths: list[str], config: Config) -> Path:
+    """Where cachelint.lock is (or will be written): see :func:`~cachelint.lockfile.find_lock`."""
     return find_lock(Path(paths[0]) if paths else Path.cwd(), config.source)
 
 
@@ -364,10 +365,6 @@ def _reanalyse(paths, config: Config, rules, jobs, report_only, lock_path: Path)
         findings = [f for f in findings if inside(f.path) or not f.path.endswith(".py")]
     findings.sort(key=lambda f: (f.path, f.span.line, f.span.column, f.code))
     return analysis, findings
-
-
-def lock_location(paths: list[str], config: Config) -> Path:
-    return find_lock(Path(paths[0]) if paths else Path.cwd(), config.source)
 
 
 def lock_hash(lock_path: Path) -> str:

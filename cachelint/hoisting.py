@@ -748,7 +748,6 @@ class HoistPlanner:
 
     # memoize --------------------------------------------------------------------------------
     def _memoize(self, s: Site) -> Fix | None:
-        p = self.p
         f = s.function
         if f.class_qualname is not None or f.parent_function is not None:
             return None
