@@ -105,3 +105,27 @@ def _global_local_name(qn: str, ctx: FunctionContext, program: Program) -> str |
         if r is not None and qn.startswith(r + "."):
             return name + qn[len(r) :]
     return None
+
+
+def spell_atom(atom, ctx: FunctionContext, program: Program, line: int, use_guard=()) -> str | None:
+    """A guard atom (:class:`~cachelint.guards.Atom`) spelled in source valid at
+    ``line`` of ``ctx``, or None when one of its values has no spelling there."""
+    key = atom.key
+
+    def sp(v):
+        return spell(v, ctx, program, line, use_guard) if v is not None else None
+
+    if key[0] == "truthy":
+        s = sp(key[1])
+        if s is not None:
+            return s if atom.positive else f"not {s}"
+    elif key[0] == "isnone":
+        s = sp(key[1])
+        if s is not None:
+            return f"{s} is None" if atom.positive else f"{s} is not None"
+    elif key[0] == "cmp":
+        left, right = sp(key[2]), sp(key[3])
+        if left is not None and right is not None:
+            s = f"{left} {key[1]} {right}"
+            return s if atom.positive else f"not ({s})"
+    return None

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .access import spell
+from .access import spell, spell_atom
 from .catalog import PURE_BUILTINS, Catalog, is_cached_function
 from .guards import Atom, guard_atoms, residual, substitute
 from .index import CallSite, FunctionInfo, dotted, render
@@ -470,28 +470,11 @@ class CacheAnalysis:
         return out
 
     def _atom_text(self, atom: Atom, ctx, c: CallSite, site: CacheSite, x) -> str:
-        p = self.program
-        key = atom.key
-
-        def sp(v):
-            return spell(v, ctx, p, c.line, c.guard) if v is not None else None
-
-        if key[0] == "truthy":
-            s = sp(key[1])
-            if s is not None:
-                return s if atom.positive else f"not {s}"
-        elif key[0] == "isnone":
-            s = sp(key[1])
-            if s is not None:
-                return f"{s} is None" if atom.positive else f"{s} is not None"
-        elif key[0] == "cmp":
-            left, right = sp(key[2]), sp(key[3])
-            if left is not None and right is not None:
-                s = f"{left} {key[1]} {right}"
-                return s if atom.positive else f"not ({s})"
+        text = spell_atom(atom, ctx, self.program, c.line, c.guard)
+        if text is not None:
+            return text
         t = atom.text
         return (t if atom.positive else f"not {t}") + f" (in {site.function.qualname})"
-
 
 def _rank(u: Use) -> tuple:
     return (len(u.reasons), len(u.residual), u.replacement is None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .access import spell
+from .access import spell_atom
 from .guards import Atom, guard_atoms, residual, substitute
 from .index import FunctionInfo, _last_name, dotted, index_source, read_source, render
 from .lockfile import Invariant, Place, normalise
@@ -425,8 +425,7 @@ class InvariantCheck:
             if not fill.atoms:
                 continue  # unconditional fill: every read is covered
             if not related:
-                texts = [atom for atom in fill.guard_display]
-                out.append(UnsafeRead(inv, r, texts, False))
+                out.append(UnsafeRead(inv, r, list(fill.guard_display), False))
                 continue
             required = [substitute(a, fill.anchor_root, x, p) for a in fill.atoms]
             left = residual(required, guard_atoms(r.guard, ctx, p))
@@ -434,7 +433,7 @@ class InvariantCheck:
                 continue
             texts = []
             for a in left:
-                t = _spell_atom(a, ctx, p, r)
+                t = spell_atom(a, ctx, p, r.line, r.guard)
                 texts.append(t if t is not None else atom_text(a, None, ""))
             out.append(UnsafeRead(inv, r, texts, True))
         return out
@@ -499,28 +498,6 @@ def _rename(text: str, old: str, new: str) -> str:
 
 def _short(text: str, limit: int = 70) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _spell_atom(a: Atom, ctx, p: Program, r: Read) -> str | None:
-    key = a.key
-
-    def sp(v):
-        return spell(v, ctx, p, r.line, r.guard) if v is not None else None
-
-    s = None
-    if key[0] == "truthy":
-        s = sp(key[1])
-    elif key[0] == "isnone":
-        s = sp(key[1])
-        s = s + " is None" if s else None
-    elif key[0] == "cmp":
-        left, right = sp(key[2]), sp(key[3])
-        s = f"{left} {key[1]} {right}" if left and right else None
-    if s is None:
-        return None
-    if a.positive:
-        return s
-    return f"not {s}" if " " not in s else f"not ({s})"
 
 
 # ----- building invariants from fixed CL001 findings ------------------------------------
