@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from .cachesites import CacheAnalysis
 from .catalog import Catalog, is_cached_function
 from .config import CatalogEntry
+from .idioms import fills_once
 from .index import FunctionInfo, dotted
 from .program import CONSTRUCTORS, Program
 
@@ -90,6 +91,61 @@ class CostModel:
             return None
         pure, pure_reason = self.ca.purity(names, fn)
         return Cost("config-derivation", why, pure, pure_reason, "high", None, True)
+
+    def property_cost(self, fn: FunctionInfo) -> Cost | None:
+        """The cost of reading property ``fn``: its getter runs on every read.
+
+        A catalog entry or a config walk decides as for a call (``call_cost``);
+        otherwise the getter is expensive when its body reaches a catalogued
+        call, directly or through functions of the tree, outside a fill-once
+        guard (a getter over a lazily filled slot computes once) and outside
+        ``except`` handlers. The entry reached gives the kind and the cost
+        level (a getter that looks up a process group is ``low``).
+        """
+        if is_cached_function(fn) or _stub(fn):
+            return None
+        cost = self.call_cost([fn.qualname], fn)
+        if cost is not None:
+            return cost
+        reach = self._reach(fn, 0)
+        if reach is None:
+            return None
+        entry, why = reach
+        pure, pure_reason = self.ca.purity([fn.qualname], fn)
+        return Cost(entry.kind, why, pure, pure_reason, entry.cost, entry.pattern, True)
+
+    def _reach(self, fn: FunctionInfo, depth: int) -> tuple[CatalogEntry, str] | None:
+        """The first catalogued call ``fn``'s body makes on each run, and how."""
+        key = ("reach", fn.qualname)
+        memo = self._walk_memo
+        if key in memo:
+            return memo[key]  # type: ignore[return-value]
+        memo[key] = None  # recursion guard
+        p = self.program
+        ctx = p.context(fn)
+        result = None
+        for c in fn.calls:
+            if c.in_handler or fills_once(fn, c):
+                continue
+            callee = p.canon(c.func, ctx)
+            names = p.callee_names(callee, dotted(c.func))
+            target = p.callee_function(callee) if callee is not None else None
+            if target is not None and (is_cached_function(target) or target is fn):
+                continue
+            entry = self.catalog.match(names)
+            if entry is not None and entry.kind != "declared-pure":
+                if entry.kind in BODY_DECIDES and target is not None and self.body_cost(target) is None:
+                    continue  # a catalogued derivation whose body in the tree is a plain read
+                shown = names[0] if names else dotted(c.func) or "..."
+                result = (entry, f"`{fn.qualname}` calls `{shown}`" + (f": {entry.why}" if entry.why else f" ({entry.kind})"))
+                break
+            if target is not None and depth < 3 and target.name not in CONSTRUCTORS:
+                inner = self._reach(target, depth + 1)
+                if inner is not None:
+                    result = (inner[0], f"`{fn.qualname}` calls {inner[1]}")
+                    break
+        memo[key] = result  # type: ignore[assignment]
+        return result
 
     def implementations(self, fn: FunctionInfo) -> list[FunctionInfo]:
         """``fn`` and every override of it in subclasses of its class."""

@@ -67,6 +67,13 @@ _CONTEXT_KINDS = {
 }
 
 
+_MUTATION_AFTER = re.compile(
+    r"\s*(?:\.\s*(?:append|extend|update|pop|popitem|insert|remove|clear|setdefault|add|discard|sort|reverse|"
+    r"__setitem__|__delitem__)\s*\(|\[[^\]]*\]\s*(?:[-+*/%|&^@]|//|<<|>>|\*\*)?=(?!=)|(?:[-+*/%|&^@]|//|<<|>>|\*\*)=)"
+)
+_DEL_BEFORE = re.compile(r"\bdel\s+$")
+
+
 @dataclass
 class Site:
     """One expensive call on a hot path, as CL002 reports it."""
@@ -115,6 +122,18 @@ def _names_in(e, out: list) -> None:
 
 
 def _call_expr(c: CallSite) -> tuple:
+    """The expression evaluated at the site: the call, or the property read."""
+    if c.is_read:
+        return c.func
+    return ("call", c.func, c.args, c.kwargs)
+
+
+def _inputs_expr(c: CallSite) -> tuple:
+    """What the site's value depends on, besides the callee's own body: the
+    call with its arguments, or a property read's receiver (the property's
+    name is not an input; its getter's reads are checked separately)."""
+    if c.is_read:
+        return c.func[1]
     return ("call", c.func, c.args, c.kwargs)
 
 
@@ -179,6 +198,18 @@ class HoistPlanner:
         if t is None or "\\\n" in t or "#" in t:
             return None  # a backslash continuation or a comment would not survive the move
         return t
+
+    def mutated_at(self, f: FunctionInfo, c: CallSite) -> bool:
+        """The use mutates the value in place (``x.append(...)``, ``x[k] = v``,
+        ``x += ...``, ``del x[k]``): once computed once and shared, the other
+        uses (or the next run) would see the change."""
+        self.text(f.path, 1, 0, 1, 0)
+        lines = self._sources.get(f.path) or []
+        if c.end_line > len(lines):
+            return True
+        after = lines[c.end_line - 1][c.end_column :]
+        before = lines[c.line - 1][: c.column]
+        return _MUTATION_AFTER.match(after) is not None or _DEL_BEFORE.search(before) is not None
 
     # ----- invariance ------------------------------------------------------------------
     def varies(self, f: FunctionInfo, e, depth: int = 0) -> str | None:
@@ -266,7 +297,8 @@ class HoistPlanner:
 
     def inputs_vary(self, f: FunctionInfo, c: CallSite) -> str | None:
         """Why the callee or an argument of call ``c`` can change between runs."""
-        for part in (c.func, *c.args, *(v for _kw, v in c.kwargs)):
+        parts = (c.func[1],) if c.is_read else (c.func, *c.args, *(v for _kw, v in c.kwargs))
+        for part in parts:
             why = self.varies(f, part)
             if why is not None:
                 return why
@@ -526,10 +558,12 @@ class HoistPlanner:
         else:
             relies.append(f"callee: {s.cost.pure_reason}")
         chains: list = []
-        _attr_chains(_call_expr(c), f.self_name, chains)
+        _attr_chains(_inputs_expr(c), f.self_name, chains)
         self._check_chains(cls, chains, reasons, relies)
         self._check_globals(f, used, reasons)
         self._check_callee_reads(s, reasons)
+        if self.mutated_at(f, c):
+            reasons.append("this use changes the value in place, and every run would now share one object")
         if any(r != ("const", None) for r in init.returns):
             reasons.append(f"`{init.qualname}` can return early, before the appended statement")
         if self._init_reaches(init, f):
@@ -605,12 +639,14 @@ class HoistPlanner:
         if chains and not reasons:
             relies.append("inputs: " + ", ".join(f"`self.{'.'.join(ch)}`" for ch in sorted(seen)) + " bound once at construction")
 
-    def _check_callee_reads(self, s: Site, reasons: list) -> None:
-        """An in-tree method's own inputs: the attributes of its object it reads."""
+    def _self_reads(self, g: FunctionInfo, depth: int = 0, seen: set | None = None) -> set:
+        """The attributes of its own object that method ``g`` reads, following
+        the methods and properties of that object it calls or reads in turn."""
         p = self.p
-        g = p.callee_function(s.callee) if s.callee is not None else None
-        if g is None or g.self_name is None:
-            return
+        seen = set() if seen is None else seen
+        if g.self_name is None or g.qualname in seen:
+            return set()
+        seen.add(g.qualname)
         chains: list = []
         for c in g.calls:
             _attr_chains(_call_expr(c), g.self_name, chains)
@@ -618,7 +654,23 @@ class HoistPlanner:
             _attr_chains(r, g.self_name, chains)
         for a in g.assigns:
             _attr_chains(a.value, g.self_name, chains)
+        out: set = set()
         for attr in dict.fromkeys(ch[0] for ch in chains if ch):
+            m = p.lookup_method(g.class_qualname, attr) if g.class_qualname else None
+            if m is None:
+                out.add(attr)
+            elif depth < 3 and not is_cached_function(m):
+                out |= self._self_reads(m, depth + 1, seen)
+        return out
+
+    def _check_callee_reads(self, s: Site, reasons: list) -> None:
+        """An in-tree method's (or property getter's) own inputs: the attributes
+        of its object it reads, through the methods and properties it uses."""
+        p = self.p
+        g = p.callee_function(s.callee) if s.callee is not None else None
+        if g is None or g.self_name is None:
+            return
+        for attr in sorted(self._self_reads(g)):
             ws = [(w, a) for w, a in p.writers(attr) if w.name not in CONSTRUCTORS]
             if ws:
                 w, a = ws[0]
@@ -707,14 +759,19 @@ class HoistPlanner:
         # the function must not change the inputs between the uses
         if f.self_name:
             chains: list = []
-            _attr_chains(_call_expr(first), f.self_name, chains)
+            _attr_chains(_inputs_expr(first), f.self_name, chains)
             attrs = {a for ch in chains for a in ch}
+            g = self.p.callee_function(s.callee) if s.callee is not None else None
+            if g is not None:
+                attrs |= self._self_reads(g)  # what the callee (or getter) reads of its object
             for a in f.assigns:
                 if a.target[0] == "attr" and a.target[2] in attrs:
                     reasons.append(f"`{f.name}` assigns `.{a.target[2]}` (line {a.line})")
                     break
         if not s.cost.pure:
             reasons.append(f"the callee is not known to be pure ({s.cost.pure_reason})")
+        if any(self.mutated_at(f, x.call) for x in occ):
+            reasons.append("a use changes the value in place, and the uses would now share one object")
         if not _on_one_path([x.call for x in occ]):
             reasons.append("no use runs on every path through the hoisted statement; the call would run where it did not")
         local = self._fresh_local(f, _base_name(first))

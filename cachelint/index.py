@@ -83,6 +83,9 @@ class CallSite:
     assigned_to: Expr | None = None
     # the call is inside an `except` handler (an error path, not the usual one)
     in_handler: bool = False
+    # not a call but a read of a property (``func`` is the attribute read;
+    # no arguments): its getter runs on each read (see cachelint.properties)
+    is_read: bool = False
 
 
 @dataclass
@@ -155,7 +158,8 @@ class FileIndex:
     all_names: tuple | None = None  # __all__ if literal
     n_lines: int = 0
     # reads of watched attribute names (only when indexed with `watch`):
-    # (function qualname, expr, line, column, end_line, end_column, guard)
+    # (function qualname, expr, line, column, end_line, end_column, guard,
+    #  in_loop, stmt_line, in_handler, is_callee); is_callee: ``x.name(...)``
     reads: list = field(default_factory=list)
     digest: str = ""  # of the decoded source: the fixer refuses a file changed since
 
@@ -550,6 +554,9 @@ class _Indexer:
         return f
 
 
+_CALLEE = object()  # marks an attribute that is the function of a call (``x.m(...)``)
+
+
 class _FunctionBodyIndexer:
     """Walks one function body (not into nested defs, which get their own)."""
 
@@ -724,7 +731,9 @@ class _FunctionBodyIndexer:
                     CallSite(conv(n.func), args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at, self.handler_depth > 0)
                 )
                 # leaves hold no calls: not pushed (most arguments are names and constants)
-                if type(n.func) not in _LEAVES:
+                if type(n.func) is ast.Attribute:
+                    stack.append((n.func, g, loop, _CALLEE))
+                elif type(n.func) not in _LEAVES:
                     stack.append((n.func, g, loop, None))
                 for a in n.args:
                     if type(a) not in _LEAVES:
@@ -772,7 +781,9 @@ class _FunctionBodyIndexer:
             if t is ast.Attribute or t is ast.Starred or t is ast.Await or t is ast.FormattedValue:
                 if t is ast.Attribute and self.ix.watch and n.attr in self.ix.watch and self.f is not None:
                     if type(n.ctx) is ast.Load:
-                        self.ix.fi.reads.append((self.f.qualname, conv(n), *self._pos(n), g))
+                        self.ix.fi.reads.append(
+                            (self.f.qualname, conv(n), *self._pos(n), g, loop, stmt_line, self.handler_depth > 0, at is _CALLEE)
+                        )
                 v = n.value
                 if type(v) not in _LEAVES:
                     stack.append((v, g, loop, None))

@@ -216,7 +216,7 @@ class InvariantCheck:
             except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
                 continue
             watched = index_source(source, fi.path, fi.module, fi.is_package, watch=names)
-            for qn, expr, line, col, end_line, end_col, guard in watched.reads:
+            for qn, expr, line, col, end_line, end_col, guard, *_where in watched.reads:
                 f = p.functions.get(qn)
                 if f is None or f.path != fi.path:
                     continue

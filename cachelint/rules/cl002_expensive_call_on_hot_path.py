@@ -6,6 +6,7 @@ from ..cost import CostModel
 from ..idioms import fills_once
 from ..hoisting import HoistPlanner, Site
 from ..index import dotted, render
+from ..properties import expensive_properties, hot_property_reads, resolve_read
 from ..model import Finding, Span
 from .base import Example, Rule
 
@@ -22,6 +23,13 @@ class ExpensiveCallOnHotPath(Rule):
     walks a config, made in a function reached from a hot root, and reports
     the chain of calls from the root and how often the site runs (per token,
     per layer, per step, per request, per batch).
+
+    Reads of uncached derived ``@property`` attributes count as calls: a
+    getter runs on every read, so ``self.model_config.uses_mrope`` read per
+    step redoes the getter's work when the getter (defined in the tree) walks
+    a config or reaches a catalogued call. ``cached_property`` and getters
+    that read a field are not reported, nor is an attribute of the reader's
+    own object that already holds the value.
 
     For a function or method defined in the tree, its body decides, not its
     name: a catalogued ``config-derivation`` helper whose body became a plain
@@ -77,9 +85,13 @@ class ExpensiveCallOnHotPath(Rule):
       never reassigned (in the class, its bases or its subclasses),
       ``__init__`` has no early return and does not itself reach the method,
       and every subclass constructor calls ``super().__init__()``.
-    - *Hoist to a local* (the same call twice in one function): safe when
-      the callee is pure, the function does not change its inputs, and one of
-      the uses runs whenever any does (the hoisted call runs on no new path).
+    - *Hoist to a local* (the same call, or property read, twice in one
+      function): safe when the callee is pure, the function does not change
+      its inputs (nor what the getter reads), and one of the uses runs
+      whenever any does (the hoisted call runs on no new path).
+    - Both hoists are unsafe when a use changes the value in place
+      (``x.append(...)``, ``x[k] = v``, ``x += ...``): the uses, or the
+      runs, would then share one object where each had a fresh one.
     - *Memoize* (a module-level function of parameters annotated as
       hashable, immutable values): ``@functools.cache`` is safe when the
       function is inferred pure and returns an immutable value. Not offered
@@ -276,6 +288,38 @@ class Runner:
             preset="none",
             hot_roots=_ROOTS,
             expensive_calls=({"pattern": "*.ModelConfig.get_head_size", "kind": "config-derivation", "pure": True},),
+        ),
+        # an attribute that already holds a derived property's value (filled in
+        # __init__), and a property whose getter is a plain read
+        Example(
+            """
+class ModelConfig:
+    def __init__(self, hf_config, vocab_size: int):
+        self.hf_config = hf_config
+        self.vocab_size = vocab_size
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        return bool(getattr(self.hf_config, "is_encoder_decoder", False) or getattr(self.hf_config, "encoder", None)
+                    or hasattr(self.hf_config, "decoder_config"))
+
+    @property
+    def vocab(self) -> int:
+        return self.vocab_size
+
+
+class Runner:
+    def __init__(self, model_config: ModelConfig):
+        self.model_config = model_config
+        self.is_encoder_decoder = model_config.is_encoder_decoder
+
+    def execute_model(self, batch):
+        if self.is_encoder_decoder:
+            return batch
+        return self.model_config.vocab
+""",
+            preset="none",
+            hot_roots=_ROOTS,
         ),
     ]
 
@@ -570,6 +614,102 @@ def forward(x):
             preset="python",
             hot_roots=_ROOTS,
         ),
+        # an uncached derived property read on the step: its getter walks the
+        # config on every read; hoisted into __init__ like a call
+        Example(
+            """
+class ModelConfig:
+    def __init__(self, hf_config):
+        self.hf_config = hf_config
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        return bool(getattr(self.hf_config, "is_encoder_decoder", False) or getattr(self.hf_config, "encoder", None)
+                    or hasattr(self.hf_config, "decoder_config"))
+
+
+class Runner:
+    def __init__(self, model_config: ModelConfig):
+        self.model_config = model_config
+
+    def execute_model(self, batch):
+        return batch if self.model_config.is_encoder_decoder else None
+""",
+            expect=(("example.py", 16),),
+            applicability=("safe",),
+            message_contains=("reads the uncached property `is_encoder_decoder`", "probes 3 config attributes"),
+            fixed={
+                "example.py": """
+class ModelConfig:
+    def __init__(self, hf_config):
+        self.hf_config = hf_config
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        return bool(getattr(self.hf_config, "is_encoder_decoder", False) or getattr(self.hf_config, "encoder", None)
+                    or hasattr(self.hf_config, "decoder_config"))
+
+
+class Runner:
+    def __init__(self, model_config: ModelConfig):
+        self.model_config = model_config
+        self._is_encoder_decoder = self.model_config.is_encoder_decoder
+
+    def execute_model(self, batch):
+        return batch if self._is_encoder_decoder else None
+"""
+            },
+            preset="none",
+            hot_roots=_ROOTS,
+        ),
+        # a property read twice on per-call data: one read into a local; unsafe
+        # when a use changes the (fresh, mutable) value in place
+        Example(
+            """
+import json
+
+
+class Request:
+    def __init__(self, body: str):
+        self.body = body
+
+    @property
+    def options(self) -> dict:
+        return json.loads(self.body)
+
+
+class Runner:
+    def execute_model(self, request: Request):
+        request.options.setdefault("n", 1)
+        return request.options["temperature"]
+""",
+            expect=(("example.py", 15), ("example.py", 16)),
+            applicability=("unsafe", "unsafe"),
+            message_contains=("evaluated 2 times",),
+            fixed={
+                "example.py": """
+import json
+
+
+class Request:
+    def __init__(self, body: str):
+        self.body = body
+
+    @property
+    def options(self) -> dict:
+        return json.loads(self.body)
+
+
+class Runner:
+    def execute_model(self, request: Request):
+        options = request.options
+        options.setdefault("n", 1)
+        return options["temperature"]
+"""
+            },
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
     ]
 
     def check(self, analysis):
@@ -605,12 +745,32 @@ def forward(x):
                     if all(a is not None and (a[0] != "kw" or a[2] is not None) for a in args):
                         key = (callee, args)
                 sites.append(Site(f, c, cost, callee, key))
+        sites.extend(self._property_sites(analysis, costs, covered, low_ok))
         planner = HoistPlanner(analysis, hot)
         sites = planner.select(sites)
         planner.plan(sites)
         compiled = planner.compiled() if sites else {}
         for s in sites:
             yield self._finding(s, hot, compiled.get(s.function.qualname))
+
+    def _property_sites(self, analysis, costs: CostModel, covered: set, low_ok: bool) -> list[Site]:
+        """Reads of expensive uncached properties in hot functions: a call of the getter each."""
+        p = analysis.program
+        wanted = {
+            name: [(fn, cost) for fn, cost in getters if low_ok or cost.cost != "low"]
+            for name, getters in expensive_properties(p, costs).items()
+        }
+        wanted = {n: g for n, g in wanted.items() if g}
+        out = []
+        for f, c in hot_property_reads(p, analysis.hot, wanted):
+            if (f.path, c.line, c.column) in covered or c.in_handler or fills_once(f, c):
+                continue
+            r = resolve_read(p, f, c, wanted)
+            if r is None:
+                continue
+            callee, _getter, cost = r
+            out.append(Site(f, c, cost, callee, (callee, ())))
+        return out
 
     def _finding(self, s: Site, hot, compiled_from: str | None = None) -> Finding:
         f, c, cost = s.function, s.call, s.cost
@@ -619,7 +779,11 @@ def forward(x):
         shown = render(c.func)
         via = " -> ".join(x.rsplit(".", 2)[-2] + "." + x.rsplit(".", 1)[-1] if x.count(".") >= 1 else x for x in chain)
         why = f" ({cost.why})" if cost.why else ""
-        message = f"`{shown}(...)` is {cost.kind} work on a {kind} path{why}, and {s.repeated}"
+        if c.is_read:
+            getter = s.callee[-1] if s.callee else shown
+            message = f"`{shown}` reads the uncached property `{getter}`, {cost.kind} work on a {kind} path{why}, and {s.repeated}"
+        else:
+            message = f"`{shown}(...)` is {cost.kind} work on a {kind} path{why}, and {s.repeated}"
         if compiled_from is not None:
             message += (
                 f" (inside code compiled by torch.compile from `{compiled_from}`: it runs on each call in eager"
@@ -648,6 +812,7 @@ def forward(x):
                 "fix_kind": _fix_kind(s.fix),
                 "repeated": s.repeated,
                 "compiled_from": compiled_from,
+                "property_read": c.is_read,
             },
         )
 

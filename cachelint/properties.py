@@ -1,0 +1,128 @@
+"""Stage 4b: reads of uncached derived ``@property`` attributes on hot paths.
+
+A property's getter runs on every read, so ``self.model_config.uses_mrope``
+is a call in disguise: when the getter derives its value (walks the HF
+config, calls a catalogued function, ...), reading it several times per step
+repeats that work as surely as calling a helper does.
+
+The whole-program index keeps calls, not attribute reads (there are far too
+many). So this stage works in two steps:
+
+1. from the index, the properties *defined in the analysed tree* whose
+   getter is expensive, decided from the body (:meth:`CostModel.
+   property_cost`: a catalog entry, a body that reaches a catalogued call, or
+   a body that walks a config). ``functools.cached_property`` and
+   ``@property`` over a lazily filled slot are not uncached;
+2. the files holding hot functions whose bytes mention one of those names
+   are indexed again with the names watched (the same mechanism the lock
+   checks use), and each read is resolved: the receiver's type must be known
+   and the name must resolve, through its MRO, to one of those getters.
+
+Each resolved read is returned as a :class:`~cachelint.index.CallSite` with
+``is_read`` set, with no arguments, so CL002's selection (repeated work),
+hoisting and safety analysis treat it exactly like a call of the getter.
+"""
+
+from __future__ import annotations
+
+from .callgraph import HotPaths
+from .cost import Cost, CostModel
+from .index import CallSite, FunctionInfo, dotted, index_source, read_source
+from .program import Program
+
+
+def is_plain_property(fn: FunctionInfo) -> bool:
+    """``@property`` (or ``@functools.cached_property``'s uncached sibling), not a cached one."""
+    names = [(dotted(d) or "").split(".")[-1] for d in fn.decorators]
+    return "property" in names and fn.class_qualname is not None
+
+
+def expensive_properties(program: Program, costs: CostModel) -> dict[str, list[tuple[FunctionInfo, Cost]]]:
+    """Attribute name -> the expensive property getters of that name in the tree."""
+    out: dict[str, list[tuple[FunctionInfo, Cost]]] = {}
+    for fn in program.functions.values():
+        if fn.under_type_checking or not is_plain_property(fn):
+            continue
+        cost = costs.property_cost(fn)
+        if cost is not None:
+            out.setdefault(fn.name, []).append((fn, cost))
+    return out
+
+
+def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[FunctionInfo, CallSite]]:
+    """Reads of ``names`` in hot functions, as (function, CallSite with ``is_read``).
+
+    Only files that hold a hot function and whose bytes contain one of the
+    names are parsed again; the rest of the tree is not touched.
+    """
+    names = frozenset(names)
+    if not names:
+        return []
+    hot_files: dict[str, set[str]] = {}
+    for qn in hot.chains:
+        f = program.functions.get(qn)
+        if f is not None and not f.under_type_checking:
+            hot_files.setdefault(f.path, set()).add(qn)
+    encoded = {n: n.encode() for n in names}
+    out: list[tuple[FunctionInfo, CallSite]] = []
+    for path in sorted(hot_files):
+        fi = program.modules_by_path.get(path)
+        if fi is None or fi.error:
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        watch = frozenset(n for n in names if b"." + encoded[n] in data)
+        if not watch:
+            continue
+        try:
+            source = read_source(path)
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            continue
+        if fi.digest and fi.digest != _digest(source):
+            continue  # changed since it was indexed: positions would not match
+        watched = index_source(source, path, fi.module, fi.is_package, watch=watch)
+        wanted = hot_files[path]
+        for qn, expr, line, col, end_line, end_col, guard, in_loop, stmt_line, in_handler, is_callee in watched.reads:
+            if qn not in wanted or is_callee:
+                continue  # `x.prop(...)` calls what the property returns: CL002 sees the call
+            f = program.functions[qn]
+            out.append(
+                (
+                    f,
+                    CallSite(
+                        expr, (), (), line, col, end_line, end_col, guard, in_loop, stmt_line,
+                        in_handler=in_handler, is_read=True,
+                    ),
+                )
+            )
+    return out
+
+
+def _digest(source: str) -> str:
+    from .index import source_digest
+
+    return source_digest(source)
+
+
+def resolve_read(program: Program, f: FunctionInfo, c: CallSite, wanted: dict) -> tuple[tuple | None, FunctionInfo, Cost] | None:
+    """The canonical callee, getter and cost of a property read, if it reads an expensive one."""
+    ctx = program.context(f)
+    # the receiver's class must have the property: ``self.uses_mrope`` after
+    # ``self.uses_mrope = config.uses_mrope`` in __init__ reads an attribute
+    # that already holds the value, although its canonical value is the read
+    recv = program.canon(c.func[1], ctx)
+    if recv is None:
+        return None
+    t = program.type_of(recv)
+    if t is None or t not in program.classes:
+        return None
+    getter = program.lookup_method(t, c.func[2])
+    if getter is None:
+        return None
+    for fn, cost in wanted.get(c.func[2], ()):
+        if fn is getter:
+            return recv + (c.func[2],), fn, cost
+    return None
