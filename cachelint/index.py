@@ -851,6 +851,40 @@ def index_source(source: str, path: str, module: str, is_package: bool, watch: f
     return fi
 
 
+def function_reads(lines: list[str], f: FunctionInfo, watch: frozenset) -> list:
+    """Reads of the ``watch`` names in function ``f`` (and functions nested in
+    it), parsing only its own lines of the file (``lines``, with line ends):
+    the same tuples as :attr:`FileIndex.reads`, in the file's coordinates.
+
+    The body keeps its indentation under an ``if 1:`` line, so columns stay
+    the file's and only line numbers shift. Much cheaper than indexing the
+    whole file again when a few hot functions are all that need reading.
+    """
+    text = "if 1:\n" + "".join(lines[f.line - 1 : f.end_line])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    node = tree.body[0].body[0] if tree.body and isinstance(tree.body[0], ast.If) and tree.body[0].body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name != f.name:
+        return []
+    fi = FileIndex(path=f.path, module=f.module, is_package=False)
+    ix = _Indexer(fi, _ColumnMap(text), watch)
+    stub = FunctionInfo(
+        qualname=f.qualname, name=f.name, module=f.module, path=f.path, class_qualname=f.class_qualname,
+        parent_function=f.parent_function, line=f.line, end_line=f.end_line, column=f.column, params=[],
+        decorators=[], is_async=f.is_async, under_type_checking=f.under_type_checking,
+    )
+    try:
+        _FunctionBodyIndexer(ix, stub).block(node.body, (), False)
+    except RecursionError:
+        return []
+    shift = f.line - 2
+    return [(qn, e, line + shift, col, end_line + shift, end_col, *rest) for qn, e, line, col, end_line, end_col, *rest in fi.reads]
+
+
 def _null_byte_position(source: str) -> tuple[int, int]:
     nul = source.find("\0")
     if nul < 0:

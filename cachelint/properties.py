@@ -13,10 +13,11 @@ many). So this stage works in two steps:
    property_cost`: a catalog entry, a body that reaches a catalogued call, or
    a body that walks a config). ``functools.cached_property`` and
    ``@property`` over a lazily filled slot are not uncached;
-2. the files holding hot functions whose bytes mention one of those names
-   are indexed again with the names watched (the same mechanism the lock
-   checks use), and each read is resolved: the receiver's type must be known
-   and the name must resolve, through its MRO, to one of those getters.
+2. the hot functions whose own lines mention ``.name`` for one of those
+   names are parsed again, each alone, with the names watched (the mechanism
+   the lock checks use, on one function's lines instead of a whole file), and
+   each read is resolved: the receiver's type must be known and the name
+   must resolve, through its MRO, to one of those getters.
 
 Each resolved read is returned as a :class:`~cachelint.index.CallSite` with
 ``is_read`` set, with no arguments, so CL002's selection (repeated work),
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from .callgraph import HotPaths
 from .cost import Cost, CostModel
-from .index import CallSite, FunctionInfo, dotted, index_source, read_source
+from .index import CallSite, FunctionInfo, decode_source, dotted, function_reads, source_digest
 from .program import Program
 
 
@@ -52,18 +53,20 @@ def expensive_properties(program: Program, costs: CostModel) -> dict[str, list[t
 def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[FunctionInfo, CallSite]]:
     """Reads of ``names`` in hot functions, as (function, CallSite with ``is_read``).
 
-    Only files that hold a hot function and whose bytes contain one of the
-    names are parsed again; the rest of the tree is not touched.
+    Only the hot functions whose own lines contain ``.name`` for one of the
+    names are parsed again, each alone (:func:`~cachelint.index.function_reads`);
+    the rest of the tree is not touched.
     """
     names = frozenset(names)
     if not names:
         return []
-    hot_files: dict[str, set[str]] = {}
+    hot_files: dict[str, list[FunctionInfo]] = {}
     for qn in hot.chains:
         f = program.functions.get(qn)
         if f is not None and not f.under_type_checking:
-            hot_files.setdefault(f.path, set()).add(qn)
-    encoded = {n: n.encode() for n in names}
+            hot_files.setdefault(f.path, []).append(f)
+    needles = {n: "." + n for n in names}
+    encoded = {n: b"." + n.encode() for n in names}
     out: list[tuple[FunctionInfo, CallSite]] = []
     for path in sorted(hot_files):
         fi = program.modules_by_path.get(path)
@@ -74,37 +77,37 @@ def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[Fun
                 data = fh.read()
         except OSError:
             continue
-        watch = frozenset(n for n in names if b"." + encoded[n] in data)
-        if not watch:
+        in_file = [n for n in names if encoded[n] in data]
+        if not in_file:
             continue
         try:
-            source = read_source(path)
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            source = decode_source(data)
+        except (SyntaxError, UnicodeDecodeError, LookupError):
             continue
-        if fi.digest and fi.digest != _digest(source):
+        if fi.digest and fi.digest != source_digest(source):
             continue  # changed since it was indexed: positions would not match
-        watched = index_source(source, path, fi.module, fi.is_package, watch=watch)
-        wanted = hot_files[path]
-        for qn, expr, line, col, end_line, end_col, guard, in_loop, stmt_line, in_handler, is_callee in watched.reads:
-            if qn not in wanted or is_callee:
-                continue  # `x.prop(...)` calls what the property returns: CL002 sees the call
-            f = program.functions[qn]
-            out.append(
-                (
-                    f,
-                    CallSite(
-                        expr, (), (), line, col, end_line, end_col, guard, in_loop, stmt_line,
-                        in_handler=in_handler, is_read=True,
-                    ),
+        lines = source.splitlines(keepends=True)
+        seen: set = set()
+        for f in sorted(hot_files[path], key=lambda g: (g.line, g.qualname)):
+            body = "".join(lines[f.line - 1 : f.end_line])
+            watch = frozenset(n for n in in_file if needles[n] in body)
+            if not watch:
+                continue
+            for qn, expr, line, col, end_line, end_col, guard, in_loop, stmt_line, in_handler, is_callee in function_reads(lines, f, watch):
+                g = program.functions.get(qn)
+                if g is None or g.qualname not in hot.chains or is_callee or (line, col) in seen:
+                    continue  # `x.prop(...)` calls what the property returns: CL002 sees the call
+                seen.add((line, col))
+                out.append(
+                    (
+                        g,
+                        CallSite(
+                            expr, (), (), line, col, end_line, end_col, guard, in_loop, stmt_line,
+                            in_handler=in_handler, is_read=True,
+                        ),
+                    )
                 )
-            )
     return out
-
-
-def _digest(source: str) -> str:
-    from .index import source_digest
-
-    return source_digest(source)
 
 
 def resolve_read(program: Program, f: FunctionInfo, c: CallSite, wanted: dict) -> tuple[tuple | None, FunctionInfo, Cost] | None:
