@@ -28,14 +28,15 @@ from __future__ import annotations
 
 from .callgraph import HotPaths
 from .cost import Cost, CostModel
-from .index import CallSite, FunctionInfo, decode_source, dotted, function_reads, source_digest
+from .index import CallSite, FunctionInfo, decode_source, function_reads, source_digest
 from .program import Program
 
 
 def is_plain_property(fn: FunctionInfo) -> bool:
-    """``@property`` (or ``@functools.cached_property``'s uncached sibling), not a cached one."""
-    names = [(dotted(d) or "").split(".")[-1] for d in fn.decorators]
-    return "property" in names and fn.class_qualname is not None
+    """A method decorated ``@property`` (not ``cached_property``): its getter runs on each read."""
+    if not fn.decorators or fn.class_qualname is None:
+        return False
+    return any(d[0] in ("name", "attr") and (d[1] if d[0] == "name" else d[2]) == "property" for d in fn.decorators)
 
 
 def expensive_properties(program: Program, costs: CostModel) -> dict[str, list[tuple[FunctionInfo, Cost]]]:
