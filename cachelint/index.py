@@ -235,37 +235,52 @@ _CMP = {
 }
 
 
+_Name, _Attribute, _Call, _Constant, _Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
+_Subscript, _Tuple, _UnaryOp, _Not, _BoolOp, _And = ast.Subscript, ast.Tuple, ast.UnaryOp, ast.Not, ast.BoolOp, ast.And
+_Compare, _BinOp, _BitOr = ast.Compare, ast.BinOp, ast.BitOr
+_CONST_TYPES = (str, int, float, bool, bytes)
+
+
 def conv(node: ast.AST, depth: int = 0) -> Expr:
-    """AST expression -> tuple form (bounded depth)."""
+    """AST expression -> tuple form (bounded depth).
+
+    The indexer calls this about a million times on vLLM: names are
+    converted inline (no call) where the depth bound allows, and sequences
+    are built from lists (faster than generator expressions).
+    """
     if depth > 12:
         return UNKNOWN
     t = type(node)
-    if t is ast.Name:
+    if t is _Name:
         return ("name", node.id)
-    if t is ast.Attribute:
-        return ("attr", conv(node.value, depth + 1), node.attr)
-    if t is ast.Call:
-        args = tuple(UNKNOWN if type(a) is ast.Starred else conv(a, depth + 1) for a in node.args)
-        kwargs = tuple((k.arg, conv(k.value, depth + 1)) for k in node.keywords)
-        return ("call", conv(node.func, depth + 1), args, kwargs)
-    if t is ast.Constant:
+    d = depth + 1
+    if t is _Attribute:
         v = node.value
-        if isinstance(v, (str, int, float, bool, bytes)) or v is None or v is Ellipsis:
+        return ("attr", ("name", v.id) if type(v) is _Name and d <= 12 else conv(v, d), node.attr)
+    if t is _Call:
+        f = node.func
+        func = ("name", f.id) if type(f) is _Name and d <= 12 else conv(f, d)
+        args = tuple([UNKNOWN if type(a) is _Starred else conv(a, d) for a in node.args]) if node.args else ()
+        kwargs = tuple([(k.arg, conv(k.value, d)) for k in node.keywords]) if node.keywords else ()
+        return ("call", func, args, kwargs)
+    if t is _Constant:
+        v = node.value
+        if isinstance(v, _CONST_TYPES) or v is None or v is Ellipsis:
             return ("const", v)
         return UNKNOWN
-    if t is ast.Subscript:
-        return ("sub", conv(node.value, depth + 1), conv(node.slice, depth + 1))
-    if t is ast.Tuple:
-        return ("tuple", tuple(conv(x, depth + 1) for x in node.elts))
-    if t is ast.UnaryOp and type(node.op) is ast.Not:
-        return ("not", conv(node.operand, depth + 1))
-    if t is ast.BoolOp:
-        return ("and" if type(node.op) is ast.And else "or", tuple(conv(v, depth + 1) for v in node.values))
-    if t is ast.Compare:
-        ops = tuple(_CMP.get(type(o), "?") for o in node.ops)
-        return ("cmp", ops, conv(node.left, depth + 1), tuple(conv(c, depth + 1) for c in node.comparators))
-    if t is ast.BinOp and type(node.op) is ast.BitOr:  # X | None annotations
-        return ("or", (conv(node.left, depth + 1), conv(node.right, depth + 1)))
+    if t is _Subscript:
+        return ("sub", conv(node.value, d), conv(node.slice, d))
+    if t is _Tuple:
+        return ("tuple", tuple([conv(x, d) for x in node.elts]))
+    if t is _UnaryOp and type(node.op) is _Not:
+        return ("not", conv(node.operand, d))
+    if t is _BoolOp:
+        return ("and" if type(node.op) is _And else "or", tuple([conv(v, d) for v in node.values]))
+    if t is _Compare:
+        ops = tuple([_CMP.get(type(o), "?") for o in node.ops])
+        return ("cmp", ops, conv(node.left, d), tuple([conv(c, d) for c in node.comparators]))
+    if t is _BinOp and type(node.op) is _BitOr:  # X | None annotations
+        return ("or", (conv(node.left, d), conv(node.right, d)))
     return UNKNOWN
 
 
@@ -337,6 +352,10 @@ class _ColumnMap:
 
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_TryStar = getattr(ast, "TryStar", None)  # 3.11+
+_Match = getattr(ast, "Match", None)  # 3.10+
+_ExprStmt = ast.Expr
+_NO_EXPRS = frozenset({ast.Pass, ast.Break, ast.Continue})
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del})
 
 
@@ -572,15 +591,13 @@ class _FunctionBodyIndexer:
     def _pos(self, node) -> tuple[int, int, int, int]:
         c = self.ix.cols
         line = node.lineno
-        end_line = getattr(node, "end_lineno", None) or line
+        end_line = node.end_lineno or line
+        end_col = node.end_col_offset
+        if end_col is None:
+            end_col = node.col_offset
         if c.ascii:  # byte offsets are character offsets
-            return (line, node.col_offset, end_line, getattr(node, "end_col_offset", node.col_offset) or 0)
-        return (
-            line,
-            c.col(line, node.col_offset),
-            end_line,
-            c.col(end_line, getattr(node, "end_col_offset", node.col_offset) or 0),
-        )
+            return (line, node.col_offset, end_line, end_col or 0)
+        return (line, c.col(line, node.col_offset), end_line, c.col(end_line, end_col or 0))
 
     def block(self, body: list, guard: Guard, in_loop: bool) -> None:
         g = guard
@@ -608,6 +625,11 @@ class _FunctionBodyIndexer:
 
     def stmt(self, stmt: ast.stmt, guard: Guard, in_loop: bool) -> None:
         t = type(stmt)
+        if t is _ExprStmt:  # the commonest statement (a call made for its effect)
+            self.expr(stmt.value, guard, in_loop, stmt.lineno)
+            return
+        if t in _NO_EXPRS:
+            return
         if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             for d in stmt.decorator_list:
                 self.expr(d, guard, in_loop, stmt.lineno)
@@ -638,7 +660,7 @@ class _FunctionBodyIndexer:
                     self._bind(item.optional_vars, UNKNOWN, stmt, guard, in_loop, "with")
             self.block(stmt.body, guard, in_loop)
             return
-        if t is ast.Try or t is getattr(ast, "TryStar", None):
+        if t is ast.Try or t is _TryStar:
             self.block(stmt.body, guard, in_loop)
             for h in stmt.handlers:
                 if h.name:
@@ -651,7 +673,7 @@ class _FunctionBodyIndexer:
             self.block(stmt.orelse, guard, in_loop)
             self.block(stmt.finalbody, guard, in_loop)
             return
-        if t is getattr(ast, "Match", None):
+        if t is _Match:
             self.expr(stmt.subject, guard, in_loop, stmt.lineno)
             for case in stmt.cases:
                 for n in ast.walk(case.pattern):
@@ -723,12 +745,14 @@ class _FunctionBodyIndexer:
         while stack:
             n, g, loop, at = stack.pop()
             t = type(n)
-            if t is ast.Call:
+            if t is _Call:
                 line, col, end_line, end_col = self._pos(n)
-                args = tuple(UNKNOWN if type(a) is ast.Starred else conv(a) for a in n.args)
-                kwargs = tuple((k.arg, conv(k.value)) for k in n.keywords)
+                args = tuple([UNKNOWN if type(a) is _Starred else conv(a) for a in n.args]) if n.args else ()
+                kwargs = tuple([(k.arg, conv(k.value)) for k in n.keywords]) if n.keywords else ()
+                f = n.func
+                func = ("name", f.id) if type(f) is _Name else conv(f)
                 self.calls.append(
-                    CallSite(conv(n.func), args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at, self.handler_depth > 0)
+                    CallSite(func, args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at, self.handler_depth > 0)
                 )
                 # leaves hold no calls: not pushed (most arguments are names and constants)
                 if type(n.func) is ast.Attribute:
