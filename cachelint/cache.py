@@ -595,7 +595,8 @@ def cached_findings(
             return [decode_finding(t) for t, s in zip(prev[1], prev[2]) if not s], "hit", None
     except (TypeError, ValueError, IndexError, KeyError):
         prev = None
-    gc.disable()
+    was_enabled = gc.isenabled()
+    gc.disable()  # see api.gc_paused: millions of new objects, no cycles
     try:
         # with a lock, CL003/CL004 also read attribute reads from the sources,
         # which the interface does not cover: no remapping then
@@ -654,7 +655,8 @@ def cached_findings(
         cache.flush({_index_key(fp, sf, h) for sf, h in zip(files, hashes)})
         how = "miss" if len(todo) == len(files) else "partial"
     finally:
-        gc.enable()
+        if was_enabled:
+            gc.enable()
     del blobs
     gc.freeze()
     if progress is not None:

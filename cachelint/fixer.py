@@ -211,13 +211,15 @@ def _apply_windowed(text: str, edits: list, path: str):
 
     from codemods.replace_expression import ApplyResult, FixError, apply_edits
 
+    was_enabled = gc.isenabled()
     gc.disable()  # an AST is millions of objects and no cycles (see api.py)
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise FixError(f"{path}: cannot parse source: {e}") from e
     finally:
-        gc.enable()
+        if was_enabled:
+            gc.enable()
     lines = _LINE.findall(text)
     ranges: list[list[int]] = []
     for stmt in tree.body:
