@@ -315,7 +315,16 @@ def check(
         from .cache import Cache, cached_findings
 
         findings, how, analysis = cached_findings(
-            files, config, make_analysis, rules, Cache(cache_dir), jobs, lock_hash(lock_path), need_analysis, progress
+            files,
+            config,
+            make_analysis,
+            rules,
+            Cache(cache_dir),
+            jobs,
+            lock_hash(lock_path),
+            need_analysis,
+            progress,
+            resolve=resolve,
         )
     else:
         indexes = index_files(files, jobs, progress)

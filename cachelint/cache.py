@@ -36,6 +36,13 @@ them only when
   anywhere else (its message, notes, fix text or data, e.g. the line of a
   fill in that file) cannot be remapped safely, and the run falls back to the
   full analysis. Suppression flags are recomputed for the changed files.
+* or a changed file's interface differs only by *inert* functions added or
+  removed (no calls, decorators, nested definitions, or writes other than
+  to local names), each named nowhere else in any file's source or in the
+  previous findings and matching no hot root: the analysis finds a function
+  by its name or by scans that key on calls, attribute and global writes and
+  decorators, so it cannot see them (see :func:`inert_difference`). A new
+  helper nothing calls yet is the common case.
 
 In every other case the whole-program analysis runs again on the cached
 indexes, re-indexing only the changed files.
@@ -432,6 +439,99 @@ def interface(t: list):
     return _ordered(out)
 
 
+# ----- inert definitions ---------------------------------------------------------
+#
+# Adding a helper that nothing calls yet, or deleting one nothing calls any
+# more, changes a file's interface but not the findings, provided the
+# definition is *inert*: the analysis can reach a function record only by
+# its name (a call, an import, a method lookup, a root glob) or by a scan
+# over all functions, and every scan keys on calls, on assignments to
+# attributes or globals, or on decorators (fills and uses of cache sites,
+# attribute writers, call-graph edges, torch.compile roots). So a module-level
+# function or a method with none of those, whose name is written nowhere
+# else in the sources (a substring search over every file's bytes) or in
+# the previous findings (fix texts name fresh attributes), cannot be seen.
+# Nested definitions are never inert here: they change their parent's record.
+
+_FN_QN, _FN_NAME, _FN_PARENT = _FN.index("qualname"), _FN.index("name"), _FN.index("parent_function")
+_FN_DECOS, _FN_NESTED, _FN_GLOBALS = _FN.index("decorators"), _FN.index("nested"), _FN.index("global_names")
+_FN_RET_ANN = _FN.index("returns_annotation")
+_FI_DEFS = _FI.index("defs")
+_CLASS_METHODS = _names(ClassInfo).index("methods")
+_PARAM_ANN, _PARAM_DEFAULT = _names(Param).index("annotation"), _names(Param).index("default")
+_A_TARGET, _A_KIND = _names(Assign).index("target"), _names(Assign).index("kind")
+# assignments that bind a local name and nothing else (not "def", "import")
+_LOCAL_KINDS = frozenset({"assign", "annassign", "augassign", "for", "with", "unpack", "walrus", "del", "except", "match"})
+
+
+def _has_call(e) -> bool:
+    if type(e) is not tuple and type(e) is not list:
+        return False
+    if e and e[0] == "call":
+        return True
+    return any(_has_call(x) for x in e)
+
+
+# the fields _inert knows; any other (a later addition) must be empty
+_FN_KNOWN = frozenset(
+    {
+        "qualname", "name", "module", "path", "class_qualname", "parent_function", "line", "end_line", "column",
+        "params", "decorators", "is_async", "assigns", "calls", "returns", "nested", "global_names",
+        "returns_annotation", "under_type_checking",
+    }
+)  # fmt: skip
+_FN_OTHER = tuple(i for i, n in enumerate(_FN) if n not in _FN_KNOWN)
+
+
+def _inert(f: list) -> bool:
+    """An encoded function the analysis can only find by its name (see above)."""
+    if any(f[i] for i in _FN_OTHER):
+        return False
+    if f[_FN_PARENT] is not None or f[_FN_DECOS] or f[_FN_CALLS] or f[_FN_NESTED] or f[_FN_GLOBALS]:
+        return False
+    if not f[_FN_NAME].isidentifier() or not f[_FN_NAME].isascii():
+        return False
+    for a in f[_FN_ASSIGNS]:
+        if a[_A_KIND] not in _LOCAL_KINDS or a[_A_TARGET][0] != "name":
+            return False
+    if _has_call(f[_FN_RET_ANN]):
+        return False
+    return not any(_has_call(p[_PARAM_ANN]) or _has_call(p[_PARAM_DEFAULT]) for p in f[_FN_PARAMS])
+
+
+def _trim(t: list, qualnames: set) -> list:
+    """The encoded index without the functions ``qualnames`` (and the
+    module-level names and class methods that name them)."""
+    out = list(t)
+    out[_FI_FUNCTIONS] = [f for f in t[_FI_FUNCTIONS] if f[_FN_QN] not in qualnames]
+    out[_FI_DEFS] = {k: v for k, v in t[_FI_DEFS].items() if v not in qualnames}
+    classes = []
+    for c in t[_FI_CLASSES]:
+        c = list(c)
+        c[_CLASS_METHODS] = {k: v for k, v in c[_CLASS_METHODS].items() if v not in qualnames}
+        classes.append(c)
+    out[_FI_CLASSES] = classes
+    return out
+
+
+def inert_difference(old_t: list, new_t: list):
+    """(old, new, added, removed) when two encoded indexes of a file differ
+    only by added and removed inert functions: both without them, and the
+    encoded records added and removed. None otherwise (or nothing changed)."""
+    old_fns = [f[_FN_QN] for f in old_t[_FI_FUNCTIONS]]
+    new_fns = [f[_FN_QN] for f in new_t[_FI_FUNCTIONS]]
+    if len(set(old_fns)) != len(old_fns) or len(set(new_fns)) != len(new_fns):
+        return None  # a name defined twice: which one wins is the analysis's business
+    added_qn, removed_qn = set(new_fns) - set(old_fns), set(old_fns) - set(new_fns)
+    if not added_qn and not removed_qn:
+        return None
+    added = [f for f in new_t[_FI_FUNCTIONS] if f[_FN_QN] in added_qn]
+    removed = [f for f in old_t[_FI_FUNCTIONS] if f[_FN_QN] in removed_qn]
+    if not all(_inert(f) for f in added + removed):
+        return None
+    return _trim(old_t, removed_qn), _trim(new_t, added_qn), added, removed
+
+
 # ----- findings (de)serialization ------------------------------------------------
 
 
@@ -554,7 +654,16 @@ def _index_key(fp: str, sf, content: str) -> str:
 
 
 def cached_findings(
-    files, config, make_analysis, rules, cache: Cache, jobs, lock: str, need_analysis: bool = False, progress=None
+    files,
+    config,
+    make_analysis,
+    rules,
+    cache: Cache,
+    jobs,
+    lock: str,
+    need_analysis: bool = False,
+    progress=None,
+    resolve=None,
 ):
     """The unsuppressed findings of ``rules`` over ``files`` with ``config``,
     served from ``cache`` when that is provably the same result; how (``hit``:
@@ -564,7 +673,9 @@ def cached_findings(
     (always with ``need_analysis``, which skips result reuse).
 
     ``make_analysis(indexes)`` builds the analysis (presets merged, the lock
-    loaded); ``lock`` is the lock file's content hash ("-" for none).
+    loaded); ``lock`` is the lock file's content hash ("-" for none);
+    ``resolve()`` returns the configuration with its presets merged (for
+    the hot roots: without it, added functions always re-run the analysis).
     """
     import gc
 
@@ -602,7 +713,8 @@ def cached_findings(
         # which the interface does not cover: no remapping then
         if prev is not None and lock == "-":
             try:
-                remapped = _remap(files, blobs, hashes, prev, cache, fp)
+                roots = None if resolve is None else (lambda: [r.pattern for r in resolve().roots])
+                remapped = _remap(files, blobs, hashes, prev, cache, fp, roots)
             except (TypeError, ValueError, IndexError, KeyError):
                 remapped = None
             if remapped is not None:
@@ -673,9 +785,40 @@ def _parallel_threshold() -> int:
     return PARALLEL_THRESHOLD
 
 
-def _remap(files, blobs, hashes, prev, cache: Cache, fp: str):
+def _unseen(inert: list, blobs: list, old_findings: list, root_patterns: list) -> bool:
+    """Whether added and removed inert functions are invisible to the analysis:
+    each name is written in the sources only where an added function defines
+    it, in no previous finding, and no qualified name is a hot root."""
+    from .catalog import GlobSet
+
+    roots = GlobSet(list(root_patterns))
+    texts = []
+    for t in old_findings:
+        texts.extend(text_of(t))
+        texts.append(t[4] or "")  # the function
+        texts.extend(t[5] or ())  # the hot path
+    defined: dict = {}
+    for f, is_added in inert:
+        defined[f[_FN_NAME]] = defined.get(f[_FN_NAME], 0) + int(is_added)
+    for f, _ in inert:
+        if roots.first(f[_FN_QN]) >= 0:
+            return False
+    for name, n in defined.items():
+        if any(name in x for x in texts):
+            return False
+        needle = name.encode("ascii")
+        if sum(b.count(needle) for b in blobs if b is not None) != n:
+            return False
+    return True
+
+
+def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
     """The previous findings moved to the changed files' new lines, or None
-    when a changed file's interface changed or a finding names a changed file."""
+    when a changed file's interface changed (beyond inert functions added or
+    removed: see :func:`inert_difference`) or a finding names a changed file.
+
+    ``roots()``: the hot-root globs (the resolved configuration's); without
+    it, any change of an interface is a change."""
     from .api import _suppressed
     from .index import index_bytes
 
@@ -686,6 +829,7 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str):
     if len(changed) > REMAP_MAX:
         return None
     info = {}
+    inert: list = []  # (encoded function, added?) across the changed files
     for i in changed:
         sf = files[i]
         if blobs[i] is None or old_hashes[i].startswith("!"):
@@ -698,10 +842,21 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str):
         if new_t is None:
             new_t = encode_index(index_bytes(blobs[i], sf.path, sf.module, sf.is_package))
             cache.add_index(key, marshal.dumps(new_t))
+        old_i, new_i = old_t, new_t
         if interface(old_t) != interface(new_t):
-            return None
-        linemap = dict(zip(index_lines(old_t), index_lines(new_t)))
+            # only inert functions added or removed? (see inert_difference)
+            diff = inert_difference(old_t, new_t) if roots is not None else None
+            if diff is None:
+                return None
+            old_i, new_i, added, removed = diff
+            if interface(old_i) != interface(new_i):
+                return None
+            inert.extend((f, True) for f in added)
+            inert.extend((f, False) for f in removed)
+        linemap = dict(zip(index_lines(old_i), index_lines(new_i)))
         info[sf.path] = (linemap, decode_index(new_t), sf.module)
+    if inert and not _unseen(inert, blobs, old_findings, roots()):
+        return None
     enc, flags = [], []
     for t, flag in zip(old_findings, old_flags):
         texts = text_of(t)

@@ -173,6 +173,63 @@ def test_comment_edits_move_findings_without_reanalysis(project, tmp_path):
     assert [f for f in r.findings if f.code == "CL001"] == []
 
 
+def test_an_added_helper_nothing_calls_keeps_the_findings(project, tmp_path):
+    """A function with no calls, no attribute or global writes and no
+    decorators, whose name is written nowhere else, is invisible to the
+    analysis: the findings are moved, not recomputed, and equal a fresh run."""
+    d = tmp_path / "cache"
+    run(d)
+    runner = project / "pkg" / "runner.py"
+    helper = "\n\ndef unused_helper(x, y=2):\n    total = x + y\n    return total\n"
+    runner.write_text(RUNNER + helper)
+    r = run(d)
+    assert r.cache == "remapped"
+    assert _where(r) == [("CL001", "pkg/users.py", 6), ("CL002", "pkg/helpers.py", 6)]
+    # a method too, and above the code with findings: their lines move
+    helpers = project / "pkg" / "helpers.py"
+    helpers.write_text(HELPERS.replace("\n\ndef probe", "\n\nclass Box:\n    def size(self):\n        return 3\n\n\ndef probe"))
+    r = run(d)
+    assert r.cache == "partial"  # a new class is not an inert function
+    # (before the last method: the class's own span is part of the interface)
+    helpers.write_text(
+        HELPERS.replace("\n\ndef probe", "\n\nclass Box:\n    def area(self):\n        return 9\n\n    def size(self):\n        return 3\n\n\ndef probe")
+    )
+    r = run(d)
+    assert r.cache == "remapped"
+    assert ("CL002", "pkg/helpers.py", 14) in _where(r)
+    # and removed again
+    runner.write_text(RUNNER)
+    assert run(d).cache == "remapped"
+
+
+def test_an_added_function_seen_by_name_or_with_calls_is_reanalysed(project, tmp_path):
+    """The same shape of edit, where the new function changes what another
+    file's findings are: a finding disappears and comes back in helpers.py."""
+    d = tmp_path / "cache"
+    run(d)
+    runner = project / "pkg" / "runner.py"
+    # a local `probe` shadows the imported one: helpers.probe is no longer hot
+    runner.write_text(RUNNER + "\n\ndef probe(model_config):\n    return 0\n")
+    r = run(d)
+    assert r.cache == "partial"
+    assert _where(r) == [("CL001", "pkg/users.py", 6)]
+    runner.write_text(RUNNER)
+    r = run(d)
+    assert r.cache == "partial"
+    assert ("CL002", "pkg/helpers.py", 6) in _where(r)
+    # unreferenced, but it makes a call (a use of the cache site: a new CL001)
+    runner.write_text(RUNNER + "\n\ndef fresh_helper(cfg):\n    return probe(cfg)\n")
+    r = run(d)
+    assert r.cache == "partial"
+    # unreferenced and call-free, but it writes an attribute (a writer other code may see)
+    runner.write_text(RUNNER + "\n\ndef fresh_writer(cfg):\n    cfg.model_config = None\n")
+    assert run(d).cache == "partial"
+    # its name is only in a comment elsewhere: still re-analysed (a plain text search)
+    runner.write_text(RUNNER + "\n\ndef quiet_helper(x):\n    return x\n")
+    (project / "pkg" / "users.py").write_text("# quiet_helper\n" + USERS)
+    assert run(d).cache == "partial"
+
+
 def test_configuration_and_lock_file_invalidate(project, tmp_path):
     d = tmp_path / "cache"
     assert run(d).cache == "miss"
@@ -353,8 +410,8 @@ def test_two_runs_at_once_share_a_cache(project, tmp_path):
 @pytest.mark.vllm
 def test_incremental_runs_on_vllm_equal_fresh_runs(tmp_path):
     """Edits of real files: a comment in the file with the seed finding (moved),
-    a comment in the file holding the fill (named in messages: recomputed);
-    each result equals a fresh run."""
+    a helper nothing calls added to it (moved), a comment in the file holding
+    the fill (named in messages: recomputed); each result equals a fresh run."""
     import shutil
 
     from .vllm_source import vllm_source
@@ -374,6 +431,9 @@ def test_incremental_runs_on_vllm_equal_fresh_runs(tmp_path):
     assert _cli(work, "check", "vllm", "-q", "--cache-dir", d).returncode == 1
     sched = work / "vllm" / "v1" / "core" / "sched" / "scheduler.py"
     sched.write_text("# one\n# two\n\n" + sched.read_text())
+    both("remapped")
+    # a helper nothing calls yet (the benchmark's edit-code): still moved, not recomputed
+    sched.write_text(sched.read_text() + "\n\ndef _cachelint_test_helper(x):\n    return x + 1\n")
     both("remapped")
     config = work / "vllm" / "config" / "__init__.py"
     config.write_text("# one\n" + config.read_text())
