@@ -184,7 +184,28 @@ def index_shared(
     try:
         with ProcessPoolExecutor(max_workers=max(1, jobs - 1), mp_context=ctx) as pool:
             futures = [pool.submit(_encoded_chunk, [items[i] for i in c]) for c in chunks]
+            taken = 0  # worker results decoded, from the front
+
+            def take(block: bool) -> None:
+                # decoding between stolen chunks, not all at the end, keeps
+                # this process's tail (decoding while the workers sit idle) short
+                nonlocal taken
+                while taken < len(futures):
+                    fut, chunk = futures[taken], chunks[taken]
+                    if not block and not fut.done():
+                        return
+                    taken += 1
+                    if fut.cancelled():
+                        continue
+                    for i, body in zip(chunk, fut.result()):
+                        if on_remote is not None:
+                            on_remote(i, body)
+                        out[i] = decode_index(marshal.loads(body))
+                    if progress is not None:
+                        progress.advance(len(chunk))
+
             for fut, chunk in zip(reversed(futures), reversed(chunks)):
+                take(block=False)
                 if not fut.cancel():
                     break  # a worker has it (and everything before it)
                 for i in chunk:
@@ -194,15 +215,7 @@ def index_shared(
                         on_local(i, fi)
                     if progress is not None:
                         progress.advance()
-            for fut, chunk in zip(futures, chunks):
-                if fut.cancelled():
-                    continue
-                for i, body in zip(chunk, fut.result()):
-                    if on_remote is not None:
-                        on_remote(i, body)
-                    out[i] = decode_index(marshal.loads(body))
-                if progress is not None:
-                    progress.advance(len(chunk))
+            take(block=True)
     except (OSError, RuntimeError, ImportError, ValueError):  # no multiprocessing here: stay serial
         return None
     finally:
