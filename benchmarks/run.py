@@ -21,8 +21,13 @@ that copy:
     edit-text   after adding comment lines at the top of one file: its
                 interface (what other files can see) is unchanged, so the
                 previous findings are moved to the new lines
-    edit-code   after adding a function to that file: its interface changed,
-                so only it is re-indexed and the whole-program analysis re-runs
+    edit-code   after adding a function to that file that nothing calls yet:
+                its interface changed, but only by a function the analysis
+                cannot see (no calls, no writes, its name used nowhere), so
+                only it is re-indexed and the findings are moved
+    edit-call   after adding a function that makes a call instead: the
+                whole-program analysis re-runs on the cached indexes (what
+                any edit of a function body costs)
 
 Interleaving the scenarios inside each round spreads the noise of a shared
 machine over all of them; ratios to ruff's median from the same run are what
@@ -121,6 +126,7 @@ def bench_version(version: str, rounds: int, ruff: str) -> dict:
             "warm": cl,
             "edit-text": cl,
             "edit-code": cl,
+            "edit-call": cl,
         }
         results: dict = {k: {"wall": [], "rss": [], "status": [], "load": []} for k in scenarios}
         # one untimed run of each tool: file system cache, .pyc files
@@ -136,6 +142,10 @@ def bench_version(version: str, rounds: int, ruff: str) -> dict:
                 elif name == "edit-code":
                     edit.write_bytes(
                         edit.read_bytes() + f"\n\ndef _benchmark_round_{r}(x):\n    return x + {r}\n".encode()
+                    )
+                elif name == "edit-call":
+                    edit.write_bytes(
+                        edit.read_bytes() + f"\n\ndef _benchmark_call_{r}(x):\n    return len(x) + {r}\n".encode()
                     )
                 load = os.getloadavg()[0]
                 wall, rss, stderr = timed(cmd, work, env)
