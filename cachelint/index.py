@@ -355,6 +355,9 @@ _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _TryStar = getattr(ast, "TryStar", None)  # 3.11+
 _Match = getattr(ast, "Match", None)  # 3.10+
 _ExprStmt = ast.Expr
+_Await, _FormattedValue, _List, _Set, _JoinedStr = ast.Await, ast.FormattedValue, ast.List, ast.Set, ast.JoinedStr
+_Lambda, _IfExp, _NamedExpr, _DictComp = ast.Lambda, ast.IfExp, ast.NamedExpr, ast.DictComp
+_COMPS = frozenset({ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
 _NO_EXPRS = frozenset({ast.Pass, ast.Break, ast.Continue})
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del})
 
@@ -740,10 +743,16 @@ class _FunctionBodyIndexer:
         self.assigns.append(Assign(conv(tgt), value, line, col, end_line, end_col, guard, in_loop, kind))
 
     def expr(self, node: ast.AST, guard: Guard, in_loop: bool, stmt_line: int, assigned_to: Expr | None = None) -> None:
-        """Record every call in ``node`` (not inside lambdas / nested defs)."""
+        """Record every call in ``node`` (not inside lambdas / nested defs).
+
+        The hottest loop of indexing: node types are tested commonest first
+        against module constants, and leaves (names, constants) are never
+        pushed."""
         stack = [(node, guard, in_loop, assigned_to)]
+        push, pop = stack.append, stack.pop
+        leaves = _LEAVES
         while stack:
-            n, g, loop, at = stack.pop()
+            n, g, loop, at = pop()
             t = type(n)
             if t is _Call:
                 line, col, end_line, end_col = self._pos(n)
@@ -755,90 +764,99 @@ class _FunctionBodyIndexer:
                     CallSite(func, args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at, self.handler_depth > 0)
                 )
                 # leaves hold no calls: not pushed (most arguments are names and constants)
-                if type(n.func) is ast.Attribute:
-                    stack.append((n.func, g, loop, _CALLEE))
-                elif type(n.func) not in _LEAVES:
-                    stack.append((n.func, g, loop, None))
+                if type(f) is _Attribute:
+                    push((f, g, loop, _CALLEE))
+                elif type(f) not in leaves:
+                    push((f, g, loop, None))
                 for a in n.args:
-                    if type(a) not in _LEAVES:
-                        stack.append((a, g, loop, None))
+                    if type(a) not in leaves:
+                        push((a, g, loop, None))
                 for k in n.keywords:
-                    if type(k.value) not in _LEAVES:
-                        stack.append((k.value, g, loop, None))
-                continue
-            if t is ast.Lambda:
-                continue
-            if t is ast.IfExp:
-                test = conv(n.test)
-                stack.append((n.test, g, loop, None))
-                stack.append((n.body, g + ((test, True),), loop, None))
-                stack.append((n.orelse, g + ((test, False),), loop, None))
-                continue
-            if t is ast.BoolOp:
-                acc = g
-                for v in n.values:
-                    stack.append((v, acc, loop, None))
-                    acc = acc + ((conv(v), type(n.op) is ast.And),)
-                continue
-            if t in (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
-                for gen in n.generators:
-                    stack.append((gen.iter, g, loop, None))
-                    for cond in gen.ifs:
-                        stack.append((cond, g, True, None))
-                    # comprehension targets are local to the comprehension
-                inner = g
-                for gen in n.generators:
-                    for cond in gen.ifs:
-                        inner = inner + ((conv(cond), True),)
-                if t is ast.DictComp:
-                    stack.append((n.key, inner, True, None))
-                    stack.append((n.value, inner, True, None))
-                else:
-                    stack.append((n.elt, inner, True, None))
-                continue
-            if t is ast.NamedExpr:
-                line, col, end_line, end_col = self._pos(n.target)
-                self.assigns.append(Assign(("name", n.target.id), conv(n.value), line, col, end_line, end_col, g, loop, "walrus"))
-                stack.append((n.value, g, loop, None))
+                    if type(k.value) not in leaves:
+                        push((k.value, g, loop, None))
                 continue
             # the common shapes, without visiting leaves and Load() contexts
-            if t is ast.Attribute or t is ast.Starred or t is ast.Await or t is ast.FormattedValue:
-                if t is ast.Attribute and self.ix.watch and n.attr in self.ix.watch and self.f is not None:
+            if t is _Attribute or t is _Starred or t is _Await or t is _FormattedValue:
+                if t is _Attribute and self.ix.watch and n.attr in self.ix.watch and self.f is not None:
                     if type(n.ctx) is ast.Load:
                         self.ix.fi.reads.append(
                             (self.f.qualname, conv(n), *self._pos(n), g, loop, stmt_line, self.handler_depth > 0, at is _CALLEE)
                         )
                 v = n.value
-                if type(v) not in _LEAVES:
-                    stack.append((v, g, loop, None))
+                if type(v) not in leaves:
+                    push((v, g, loop, None))
                 continue
-            if t is ast.Subscript:
-                for v in (n.value, n.slice):
-                    if type(v) not in _LEAVES:
-                        stack.append((v, g, loop, None))
+            if t is _Subscript:
+                v = n.value
+                if type(v) not in leaves:
+                    push((v, g, loop, None))
+                v = n.slice
+                if type(v) not in leaves:
+                    push((v, g, loop, None))
                 continue
-            if t is ast.BinOp:
-                for v in (n.left, n.right):
-                    if type(v) not in _LEAVES:
-                        stack.append((v, g, loop, None))
+            if t is _BinOp:
+                v = n.left
+                if type(v) not in leaves:
+                    push((v, g, loop, None))
+                v = n.right
+                if type(v) not in leaves:
+                    push((v, g, loop, None))
                 continue
-            if t is ast.Tuple or t is ast.List or t is ast.Set or t is ast.JoinedStr:
-                for v in (n.elts if t is not ast.JoinedStr else n.values):
-                    if type(v) not in _LEAVES:
-                        stack.append((v, g, loop, None))
+            if t is _Tuple or t is _List or t is _Set or t is _JoinedStr:
+                for v in (n.elts if t is not _JoinedStr else n.values):
+                    if type(v) not in leaves:
+                        push((v, g, loop, None))
                 continue
-            if t is ast.Compare:
-                for v in (n.left, *n.comparators):
-                    if type(v) not in _LEAVES:
-                        stack.append((v, g, loop, None))
+            if t is _Compare:
+                v = n.left
+                if type(v) not in leaves:
+                    push((v, g, loop, None))
+                for v in n.comparators:
+                    if type(v) not in leaves:
+                        push((v, g, loop, None))
                 continue
-            if t in _LEAVES:
+            if t is _Lambda:
+                continue
+            if t is _IfExp:
+                test = conv(n.test)
+                push((n.test, g, loop, None))
+                push((n.body, g + ((test, True),), loop, None))
+                push((n.orelse, g + ((test, False),), loop, None))
+                continue
+            if t is _BoolOp:
+                acc = g
+                for v in n.values:
+                    push((v, acc, loop, None))
+                    acc = acc + ((conv(v), type(n.op) is _And),)
+                continue
+            if t in _COMPS:
+                for gen in n.generators:
+                    push((gen.iter, g, loop, None))
+                    for cond in gen.ifs:
+                        push((cond, g, True, None))
+                    # comprehension targets are local to the comprehension
+                inner = g
+                for gen in n.generators:
+                    for cond in gen.ifs:
+                        inner = inner + ((conv(cond), True),)
+                if t is _DictComp:
+                    push((n.key, inner, True, None))
+                    push((n.value, inner, True, None))
+                else:
+                    push((n.elt, inner, True, None))
+                continue
+            if t is _NamedExpr:
+                line, col, end_line, end_col = self._pos(n.target)
+                self.assigns.append(Assign(("name", n.target.id), conv(n.value), line, col, end_line, end_col, g, loop, "walrus"))
+                push((n.value, g, loop, None))
+                continue
+            if t in leaves:
                 continue
             for child in ast.iter_child_nodes(n):
-                if type(child) not in _LEAVES and isinstance(child, ast.expr):
-                    stack.append((child, g, loop, None))
+                if type(child) not in leaves and isinstance(child, ast.expr):
+                    push((child, g, loop, None))
                 elif isinstance(child, (ast.keyword, ast.comprehension, ast.arg, ast.arguments)):
-                    stack.append((child, g, loop, None))
+                    push((child, g, loop, None))
         # keep calls in source order for stable output
         # (the stack visits in reverse; callers sort once per function)
 
