@@ -44,6 +44,10 @@ them only when
   decorators, so it cannot see them (see :func:`inert_difference`). A new
   helper nothing calls yet is the common case.
 
+Both ways also require the text of every hot function in a changed file to
+be unchanged (moved as a whole): the property stage parses hot functions'
+text again for attribute reads, which no index keeps (see :func:`hot_texts`).
+
 In every other case the whole-program analysis runs again on the cached
 indexes, re-indexing only the changed files.
 
@@ -65,7 +69,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from . import __version__
-from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param
+from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, decode_source
 from .model import Applicability, Edit, EditKind, Finding, Fix, Span
 
 FORMAT = 2
@@ -720,7 +724,7 @@ def cached_findings(
             if remapped is not None:
                 enc, flags = remapped
                 cache.flush({_index_key(fp, sf, h) for sf, h in zip(files, hashes)})
-                cache.put("results", scope, (hashes, enc, flags))
+                cache.put("results", scope, (hashes, enc, flags, prev[3]))
                 return [decode_finding(t) for t, s in zip(enc, flags) if not s], "remapped", None
 
         indexes: list = [None] * len(files)
@@ -769,20 +773,73 @@ def cached_findings(
     finally:
         if was_enabled:
             gc.enable()
-    del blobs
     gc.freeze()
     if progress is not None:
         progress.stage("Analysing")
     analysis = make_analysis(indexes)
     raw, flags = run_rules(analysis, rules)
-    cache.put("results", scope, (hashes, [encode_finding(f) for f in raw], flags))
+    texts = hot_texts(analysis, files, blobs)
+    del blobs
+    cache.put("results", scope, (hashes, [encode_finding(f) for f in raw], flags, texts))
     return [f for f, s in zip(raw, flags) if not s], how, analysis
+
+
+def _text_digest(lines: list[str], line: int, end_line: int) -> str:
+    return digest("".join(lines[line - 1 : end_line]).encode("utf-8", "surrogatepass"))
+
+
+def hot_texts(analysis, files, blobs) -> dict:
+    """path -> [(qualname, digest of its lines)] for every hot function.
+
+    The analysis reads more of a file than its index in one place: the
+    property stage parses the text of hot functions again for attribute
+    reads, which the index does not keep (a bare ``self.config.prop`` line
+    adds no call and no assignment). So a file whose interface is unchanged
+    is remapped only if the text of each of its hot functions is unchanged
+    too (moved, as a whole, by lines added above it).
+    """
+    hot = analysis.__dict__.get("hot")  # not computed: nothing read these texts
+    if hot is None:
+        return {}
+    functions = analysis.program.functions
+    by_path: dict = {}
+    for qn in hot.chains:
+        f = functions.get(qn)
+        if f is not None:
+            by_path.setdefault(f.path, []).append(f)
+    where = {sf.path: i for i, sf in enumerate(files)}
+    out: dict = {}
+    for path, fns in by_path.items():
+        i = where.get(path)
+        data = blobs[i] if i is not None else None
+        if data is None:
+            continue
+        try:
+            lines = decode_source(data).splitlines(keepends=True)
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            continue
+        out[path] = [(f.qualname, _text_digest(lines, f.line, f.end_line)) for f in fns]
+    return out
 
 
 def _parallel_threshold() -> int:
     from .api import PARALLEL_THRESHOLD
 
     return PARALLEL_THRESHOLD
+
+
+def _same_hot_texts(old: list, fi, data: bytes) -> bool:
+    """Whether each hot function of a changed file has the same text as before (see :func:`hot_texts`)."""
+    try:
+        lines = decode_source(data).splitlines(keepends=True)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return False
+    functions = {f.qualname: f for f in fi.functions}
+    for qn, d in old:
+        f = functions.get(qn)
+        if f is None or _text_digest(lines, f.line, f.end_line) != d:
+            return False
+    return True
 
 
 def _unseen(inert: list, blobs: list, old_findings: list, root_patterns: list) -> bool:
@@ -822,7 +879,7 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
     from .api import _suppressed
     from .index import index_bytes
 
-    old_hashes, old_findings, old_flags = prev
+    old_hashes, old_findings, old_flags, texts = prev
     if len(old_hashes) != len(hashes):
         return None
     changed = [i for i, (a, b) in enumerate(zip(old_hashes, hashes)) if a != b]
@@ -854,7 +911,20 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
             inert.extend((f, True) for f in added)
             inert.extend((f, False) for f in removed)
         linemap = dict(zip(index_lines(old_i), index_lines(new_i)))
-        info[sf.path] = (linemap, decode_index(new_t), sf.module)
+        new_fi = decode_index(new_t)
+        if sf.path in texts:
+            if not _same_hot_texts(texts[sf.path], new_fi, blobs[i]):
+                return None
+            # the same text, moved as a whole: every line of it moves alike
+            # (a finding on a property read sits on a line the index may not have)
+            old_spans = {f[_FN_QN]: (f[_LINES_FN[0]], f[_LINES_FN[1]]) for f in old_t[_FI_FUNCTIONS]}
+            new_lines = {f.qualname: f.line for f in new_fi.functions}
+            for qn, _ in texts[sf.path]:
+                a, b = old_spans.get(qn, (0, -1))
+                shift = new_lines.get(qn, a) - a
+                for line in range(a, b + 1):
+                    linemap.setdefault(line, line + shift)
+        info[sf.path] = (linemap, new_fi, sf.module)
     if inert and not _unseen(inert, blobs, old_findings, roots()):
         return None
     enc, flags = [], []

@@ -230,6 +230,56 @@ def test_an_added_function_seen_by_name_or_with_calls_is_reanalysed(project, tmp
     assert run(d).cache == "partial"
 
 
+PROPERTY_CONFIG = CONFIG + """
+
+class Settings:
+    name: str
+
+    @property
+    def max_len(self) -> int:
+        return REGISTRY.max_len(self)
+"""
+
+PROPERTY_RUNNER = """
+from pkg.config import Settings
+
+
+class Runner:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    def step(self):
+        n = 0
+        for i in range(3):
+            n += i
+        return n
+"""
+
+
+def test_a_bare_property_read_in_a_hot_function_is_not_remapped(project, tmp_path):
+    """The property stage parses hot functions' text again for attribute
+    reads, which the index does not keep: a line that only reads an
+    expensive property changes no interface, yet adds a finding."""
+    (project / "pkg" / "config.py").write_text(PROPERTY_CONFIG)
+    runner = project / "pkg" / "runner.py"
+    runner.write_text(PROPERTY_RUNNER)
+    d = tmp_path / "cache"
+    assert [f for f in run(d).findings if f.path == "pkg/runner.py"] == []
+    runner.write_text(PROPERTY_RUNNER.replace("        return n\n", "        self.settings.max_len\n        return n\n"))
+    r = run(d)
+    assert r.cache == "partial"
+    assert ("CL002", "pkg/runner.py", 13) in _where(r)
+    runner.write_text(PROPERTY_RUNNER.replace("        for i in range(3):", "        while self.settings.max_len:\n            break\n        for i in range(3):"))
+    r = run(d)
+    assert r.cache == "partial"
+    assert ("CL002", "pkg/runner.py", 11) in _where(r)
+    # lines added above the hot function: its text is the same, the read moves
+    runner.write_text("# a comment\n" + runner.read_text())
+    r = run(d)
+    assert r.cache == "remapped"
+    assert ("CL002", "pkg/runner.py", 12) in _where(r)
+
+
 def test_configuration_and_lock_file_invalidate(project, tmp_path):
     d = tmp_path / "cache"
     assert run(d).cache == "miss"
