@@ -136,8 +136,13 @@ def default_jobs() -> int:
 
 
 def index_files(files: list[SourceFile], jobs: int | None = None, progress: Progress | None = None) -> list[FileIndex]:
-    indexes = _index_files(files, jobs, progress)
-    gc.freeze()  # the index lives for the whole run: keep it out of GC passes
+    with gc_paused():
+        indexes = _index_files(files, jobs, progress)
+        # the index lives for the whole run: keep it out of GC passes. Frozen
+        # before the GC is back on: everything allocated while it was off
+        # counts as generation 0, and the first allocation after would have
+        # the GC scan it all (0.3 to 0.45 s on vLLM 0.10.2)
+        gc.freeze()
     return indexes
 
 

@@ -771,9 +771,9 @@ def cached_findings(
         cache.flush({_index_key(fp, sf, h) for sf, h in zip(files, hashes)})
         how = "miss" if len(todo) == len(files) else "partial"
     finally:
+        gc.freeze()  # before the GC is back on (see api.index_files)
         if was_enabled:
             gc.enable()
-    gc.freeze()
     if progress is not None:
         progress.stage("Analysing")
     analysis = make_analysis(indexes)
@@ -879,7 +879,7 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
     from .api import _suppressed
     from .index import index_bytes
 
-    old_hashes, old_findings, old_flags, texts = prev
+    old_hashes, old_findings, old_flags, hot = prev
     if len(old_hashes) != len(hashes):
         return None
     changed = [i for i, (a, b) in enumerate(zip(old_hashes, hashes)) if a != b]
@@ -912,14 +912,14 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
             inert.extend((f, False) for f in removed)
         linemap = dict(zip(index_lines(old_i), index_lines(new_i)))
         new_fi = decode_index(new_t)
-        if sf.path in texts:
-            if not _same_hot_texts(texts[sf.path], new_fi, blobs[i]):
+        if sf.path in hot:
+            if not _same_hot_texts(hot[sf.path], new_fi, blobs[i]):
                 return None
             # the same text, moved as a whole: every line of it moves alike
             # (a finding on a property read sits on a line the index may not have)
             old_spans = {f[_FN_QN]: (f[_LINES_FN[0]], f[_LINES_FN[1]]) for f in old_t[_FI_FUNCTIONS]}
             new_lines = {f.qualname: f.line for f in new_fi.functions}
-            for qn, _ in texts[sf.path]:
+            for qn, _ in hot[sf.path]:
                 a, b = old_spans.get(qn, (0, -1))
                 shift = new_lines.get(qn, a) - a
                 for line in range(a, b + 1):
