@@ -120,19 +120,21 @@ def default_jobs() -> int:
 
     The pool costs about a fifth more CPU than indexing alone (the index has
     to be sent back), so it pays only while cores are not all taken. Measured
-    on 2 cores (docs/benchmarks.md, vLLM 0.10.2): two processes beat one at a
-    load average of 1.5 to 4 and lost to it at 5 to 7. So: every core while
-    the load average is under twice their number, else one process. (The
-    rule it replaces, "free cores plus one", went serial from a load of 3 on
-    2 cores, where two processes were measured faster; a checker's own
-    previous run, e.g. ruff's in a benchmark, counts in the load.)
+    on 2 cores (docs/benchmarks.md): two processes beat one at a load average
+    of 1.5 to 4 and lost to it at 5 to 7 (vLLM 0.10.2), but that serial path
+    paid a GC pass over the whole fresh index that the pool path did not
+    (see index_files). Without it, in one run, one process beat two at
+    loads of 2 to 3 on both vLLM releases by their medians, while the
+    fastest runs still had two. Until a measurement settles it, the rule
+    stays: as many processes as the load average leaves cores free, plus
+    one, as ``make -l`` limits its jobs by the load.
     """
     cores = max(1, min(os.cpu_count() or 1, 8))
     try:
         load = os.getloadavg()[0]
     except (OSError, AttributeError):  # not on this platform
         return cores
-    return cores if load < 2 * cores else 1
+    return max(1, min(cores, int(cores - load) + 2))
 
 
 def index_files(files: list[SourceFile], jobs: int | None = None, progress: Progress | None = None) -> list[FileIndex]:
