@@ -456,6 +456,9 @@ def interface(t: list):
 # else in the sources (a substring search over every file's bytes) or in
 # the previous findings (fix texts name fresh attributes), cannot be seen.
 # Nested definitions are never inert here: they change their parent's record.
+# A new scan over all functions that keys on anything else (parameters,
+# return expressions, attribute reads) must make _inert stricter; a new
+# FunctionInfo field already does (it has to be empty, see _FN_OTHER).
 
 _FN_QN, _FN_NAME, _FN_PARENT = _FN.index("qualname"), _FN.index("name"), _FN.index("parent_function")
 _FN_DECOS, _FN_NESTED, _FN_GLOBALS = _FN.index("decorators"), _FN.index("nested"), _FN.index("global_names")
