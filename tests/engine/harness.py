@@ -142,24 +142,27 @@ def rewrite(pkg: Path, dest_root: Path, tier: str, findings: list[dict]) -> Tier
 
 
 def rewrite_one(pkg: Path, dest_root: Path, finding: dict) -> Tier:
-    """Copy ``pkg`` and apply only ``finding``'s fix, with cachelint's LibCST codemod on a one-finding report."""
+    """Copy ``pkg`` and apply only ``finding``'s fix: its edits read back from a one-finding JSON report
+    (the codemods' loader) and applied by the fixer's own ``apply_file_edits``, every edit kind included."""
+    from cachelint.fixer import apply_file_edits
+    from codemods.replace_expression import load_edits
+
     copy_package(pkg, dest_root)
     before = _digest(dest_root)
     one = dest_root / "finding.json"
     one.write_text(json.dumps([finding]), encoding="utf-8")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-m", "libcst.tool", "codemod", "--no-format",
-         "replace_expression.ReplaceExpressionsCommand", "--findings", str(one), "--unsafe-fixes",
-         str(dest_root / finding["path"])],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    target = dest_root / finding["path"]
+    edits = load_edits(str(one), str(target), unsafe_fixes=True)
+    assert edits, f"no edits for {finding['path']} in the one-finding report"
+    text = target.read_text(encoding="utf-8")
+    code, applied = apply_file_edits(text, edits, str(target))
+    missing = [e for e in edits if e not in set(applied)]
+    assert not missing, f"the fix of {finding['path']}:{finding['line']} did not apply: {missing}"
+    target.write_text(code, encoding="utf-8")
     after = _digest(dest_root)
     changed = sorted(k for k in before if before[k] != after.get(k))
-    assert changed == [finding["path"]], f"the codemod changed {changed}"
-    compile((dest_root / finding["path"]).read_text(encoding="utf-8"), finding["path"], "exec")
+    assert changed == [finding["path"]], f"the fix changed {changed}"
+    compile(code, finding["path"], "exec")
     return Tier(f"{finding['path']}:{finding['line']}", dest_root, [finding], changed)
 
 
@@ -196,7 +199,7 @@ def run_probe(probe: str, args: dict, workdir: Path, first_on_path: Path | None,
 
 # Keys whose values are measurements, not behaviour: never compared.
 MEASUREMENTS = {"step_seconds", "step_cpu_seconds", "init_seconds", "step_seconds_error", "traceback", "vllm_file",
-                "executed"}
+                "executed", "decode_calls", "decode_steps"}
 
 
 def diff(a, b, path: str = "") -> list[str]:
