@@ -19,7 +19,11 @@ and its state can be read. For each model in ARGS it records:
 
 With ``watch`` in ARGS (sites: ``path`` and ``function``) it also counts how
 often each site's function ran (``executed``), so a fix whose code never ran
-is not mistaken for one shown harmless.
+is not mistaken for one shown harmless. With ``watch_decode`` in a model's spec
+it runs one more, untimed decode loop first and counts the calls of each
+site's function during its decode steps (``decode_calls`` over
+``decode_steps``): whether the rewritten code is on the path the latency
+ratio measures.
 """
 
 from __future__ import annotations
@@ -107,6 +111,22 @@ def prompts_for(spec: dict) -> list:
     return list(spec["prompts"])
 
 
+def decode_calls(engine, prompt, params, sites: list[dict]) -> tuple[dict[str, int], int]:
+    """Calls of each site's function during the decode steps of one request (profiled, so not timed)."""
+    w = Watch(sites)
+    engine.add_request("watch-decode", prompt, params)
+    steps = 0
+    first = True
+    while engine.has_unfinished_requests():
+        if not first:
+            w.start()
+        engine.step()
+        w.stop()
+        steps += 0 if first else 1
+        first = False
+    return w.hits, steps
+
+
 def decode_loop_seconds(engine, prompt, params, loops: int) -> tuple[list[list[float]], list[list[float]]]:
     """Wall time and CPU time of the stepping thread for each decode step (the first, prefill step
     excluded), one list per request.
@@ -163,6 +183,8 @@ def run_model(spec: dict) -> dict:
                                                 "max_num_encoder_input_tokens", None),
     }
     loop_params = SamplingParams(temperature=0.0, max_tokens=spec.get("latency_tokens", 12), ignore_eos=True)
+    if spec.get("watch_decode"):
+        rec["decode_calls"], rec["decode_steps"] = decode_calls(engine, prompts[0], loop_params, spec["watch_decode"])
     try:
         rec["step_seconds"], rec["step_cpu_seconds"] = decode_loop_seconds(
             engine, prompts[0], loop_params, spec.get("latency_loops", 5))
@@ -171,24 +193,32 @@ def run_model(spec: dict) -> dict:
     return rec
 
 
-def watch(sites: list[dict]) -> dict[str, int]:
-    """Count calls of the functions holding ``sites`` (``{"path", "function"}``): was a rewritten site run?"""
-    import threading
+class Watch:
+    """Counts calls of the functions holding ``sites`` (``{"path", "function"}``): was a rewritten site run?"""
 
-    hits = {f"{s['path']}::{s['function']}": 0 for s in sites}
-    wanted = [(s["path"], s["function"], f"{s['path']}::{s['function']}") for s in sites]
+    def __init__(self, sites: list[dict]):
+        self.hits = {f"{s['path']}::{s['function']}": 0 for s in sites}
+        self._wanted = [(s["path"], s["function"], f"{s['path']}::{s['function']}") for s in sites]
 
-    def profile(frame, event, arg):
+    def _profile(self, frame, event, arg):
         if event != "call":
             return
         code = frame.f_code
-        for path, function, key in wanted:
+        for path, function, key in self._wanted:
             if code.co_filename.endswith(path) and function.endswith("." + code.co_qualname):
-                hits[key] += 1
+                self.hits[key] += 1
 
-    sys.setprofile(profile)
-    threading.setprofile(profile)
-    return hits
+    def start(self) -> None:
+        import threading
+
+        sys.setprofile(self._profile)
+        threading.setprofile(self._profile)
+
+    def stop(self) -> None:
+        import threading
+
+        sys.setprofile(None)
+        threading.setprofile(None)
 
 
 def main(args_path: str, out_path: str) -> None:
@@ -198,7 +228,9 @@ def main(args_path: str, out_path: str) -> None:
 
     result = {"vllm_file": vllm.__file__, "models": {}}
     if args.get("watch"):
-        result["executed"] = watch(args["watch"])
+        w = Watch(args["watch"])
+        w.start()
+        result["executed"] = w.hits
     for name, spec in args["models"].items():
         try:
             result["models"][name] = run_model(spec)
