@@ -20,7 +20,7 @@ and its state can be read. For each model in ARGS it records:
 With ``watch`` in ARGS (sites: ``path`` and ``function``) it also counts how
 often each site's function ran (``executed``), so a fix whose code never ran
 is not mistaken for one shown harmless. With ``watch_decode`` in a model's spec
-it runs one more, untimed decode loop first and counts the calls of each
+it runs one more, untimed decode loop after the timed ones and counts the calls of each
 site's function during its decode steps (``decode_calls`` over
 ``decode_steps``): whether the rewritten code is on the path the latency
 ratio measures.
@@ -183,13 +183,13 @@ def run_model(spec: dict) -> dict:
                                                 "max_num_encoder_input_tokens", None),
     }
     loop_params = SamplingParams(temperature=0.0, max_tokens=spec.get("latency_tokens", 12), ignore_eos=True)
-    if spec.get("watch_decode"):
-        rec["decode_calls"], rec["decode_steps"] = decode_calls(engine, prompts[0], loop_params, spec["watch_decode"])
     try:
         rec["step_seconds"], rec["step_cpu_seconds"] = decode_loop_seconds(
             engine, prompts[0], loop_params, spec.get("latency_loops", 5))
     except Exception as e:  # latency is a report, not a verdict
         rec["step_seconds_error"] = f"{type(e).__name__}: {e}"
+    if spec.get("watch_decode"):  # after the timed loops: profiling must not touch them
+        rec["decode_calls"], rec["decode_steps"] = decode_calls(engine, prompts[0], loop_params, spec["watch_decode"])
     return rec
 
 
@@ -199,8 +199,15 @@ class Watch:
     def __init__(self, sites: list[dict]):
         self.hits = {f"{s['path']}::{s['function']}": 0 for s in sites}
         self._wanted = [(s["path"], s["function"], f"{s['path']}::{s['function']}") for s in sites]
+        self.active = False
 
     def _profile(self, frame, event, arg):
+        if not self.active:
+            # a thread started while watching keeps this profiler (Python 3.11 cannot
+            # unset it from outside): it removes itself at its next event, so it cannot
+            # slow down what is timed later
+            sys.setprofile(None)
+            return
         if event != "call":
             return
         code = frame.f_code
@@ -211,12 +218,14 @@ class Watch:
     def start(self) -> None:
         import threading
 
+        self.active = True
         sys.setprofile(self._profile)
         threading.setprofile(self._profile)
 
     def stop(self) -> None:
         import threading
 
+        self.active = False
         sys.setprofile(None)
         threading.setprofile(None)
 

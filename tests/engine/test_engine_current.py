@@ -152,7 +152,7 @@ def _result(label, root, device, tiny_models, tmp_path_factory, sites=()):
     key = (label, device)
     if key not in _results:
         args = {"models": _model_args(device, tiny_models)}
-        if sites:  # count the rewritten functions' calls in decode steps (an untimed loop before the timed ones)
+        if sites:  # count the rewritten functions' calls in decode steps (an untimed loop after the timed ones)
             for m in args["models"].values():
                 m["watch_decode"] = [{"path": f["path"], "function": f["function"]} for f in sites]
         _results[key] = run_probe("probe_current.py", args, tmp_path_factory.mktemp(f"probe-{label}-{device}"), root)
