@@ -183,6 +183,11 @@ def run_probe(probe: str, args: dict, workdir: Path, first_on_path: Path | None,
     env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     env["PYTHONPATH"] = os.pathsep.join([str(first_on_path)] if first_on_path else [])
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    # One OpenMP thread: with two on this 2-core machine shared with other jobs, a decode
+    # step took 1.4 ms or 100 ms depending on whether the partner thread had a core
+    # (the CPU backend's threads meet at a barrier every op), which made the latency
+    # ratio noise; with one, five loops agreed within 3 % and start-up took 15 s, not 25.
+    env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")  # models are local directories or already in the local HF cache
     proc = subprocess.run(
         [sys.executable, str(HERE / probe), str(args_path), str(out_path)],
