@@ -757,17 +757,18 @@ class HoistPlanner:
             return None  # spelled differently: the replacement must be the same expression
         text = texts.pop()
         # the function must not change the inputs between the uses
+        attrs: set = set()
         if f.self_name:
             chains: list = []
             _attr_chains(_inputs_expr(first), f.self_name, chains)
             attrs = {a for ch in chains for a in ch}
-            g = self.p.callee_function(s.callee) if s.callee is not None else None
-            if g is not None:
-                attrs |= self._self_reads(g)  # what the callee (or getter) reads of its object
-            for a in f.assigns:
-                if a.target[0] == "attr" and a.target[2] in attrs:
-                    reasons.append(f"`{f.name}` assigns `.{a.target[2]}` (line {a.line})")
-                    break
+        g = self.p.callee_function(s.callee) if s.callee is not None else None
+        if g is not None:
+            attrs |= self._self_reads(g)  # what the callee (or getter) reads of its object
+        for a in f.assigns:
+            if a.target[0] == "attr" and a.target[2] in attrs:
+                reasons.append(f"`{f.name}` assigns `.{a.target[2]}` (line {a.line})")
+                break
         if not s.cost.pure:
             reasons.append(f"the callee is not known to be pure ({s.cost.pure_reason})")
         if any(self.mutated_at(f, x.call) for x in occ):

@@ -898,18 +898,23 @@ def function_reads(lines: list[str], f: FunctionInfo, watch: frozenset) -> list:
     it), parsing only its own lines of the file (``lines``, with line ends):
     the same tuples as :attr:`FileIndex.reads`, in the file's coordinates.
 
-    The body keeps its indentation under an ``if 1:`` line, so columns stay
-    the file's and only line numbers shift. Much cheaper than indexing the
+    An indented body keeps its indentation under an ``if 1:`` line, so
+    columns stay the file's and only line numbers shift. Much cheaper than indexing the
     whole file again when a few hot functions are all that need reading.
     """
-    text = "if 1:\n" + "".join(lines[f.line - 1 : f.end_line])
+    segment = "".join(lines[f.line - 1 : f.end_line])
+    nested = segment[:1].isspace()  # a method or nested function: keep its indentation under `if 1:`
+    text = "if 1:\n" + segment if nested else segment
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    node = tree.body[0].body[0] if tree.body and isinstance(tree.body[0], ast.If) and tree.body[0].body else None
+    if nested:
+        node = tree.body[0].body[0] if tree.body and isinstance(tree.body[0], ast.If) and tree.body[0].body else None
+    else:
+        node = tree.body[0] if tree.body else None
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name != f.name:
         return []
     fi = FileIndex(path=f.path, module=f.module, is_package=False)
@@ -923,7 +928,7 @@ def function_reads(lines: list[str], f: FunctionInfo, watch: frozenset) -> list:
         _FunctionBodyIndexer(ix, stub).block(node.body, (), False)
     except RecursionError:
         return []
-    shift = f.line - 2
+    shift = f.line - (2 if nested else 1)
     return [(qn, e, line + shift, col, end_line + shift, end_col, *rest) for qn, e, line, col, end_line, end_col, *rest in fi.reads]
 
 

@@ -59,6 +59,13 @@ def test_function_reads_are_in_file_coordinates_with_non_ascii_lines():
     assert {r[0] for r in reads} == {"runner.Runner.execute_model", "runner.Runner.execute_model.<locals>.inner"}
 
 
+def test_function_reads_of_a_module_level_function():
+    src = "import x\n\ndef step(config):\n    a = config.prop\n    return a, config.prop.real\n"
+    fi = index_source(src, "m.py", "m", False)
+    reads = function_reads(src.splitlines(keepends=True), fi.functions[0], frozenset({"prop"}))
+    assert [(r[2], r[3], r[5]) for r in reads] == [(4, 8, 19), (5, 14, 25)]
+
+
 def test_function_reads_refuse_a_stale_function_record():
     src = "def f(x):\n    return x.prop\n"
     stale = FunctionInfo("m.g", "g", "m", "m.py", None, None, 1, 2, 0, [], [], False)
@@ -149,3 +156,24 @@ def test_a_property_read_twice_on_per_call_data_is_hoisted_to_a_local():
                 return 2 if is_encoder_decoder else 3
         '''
     ).lstrip()
+
+
+def test_a_local_hoist_is_unsafe_when_the_function_writes_what_the_getter_reads():
+    res = _check(
+        '''
+        from config import ModelConfig
+
+        def reconfigure(config: ModelConfig, hf_config):
+            before = config.is_encoder_decoder
+            config.hf_config = hf_config
+            return before, config.is_encoder_decoder
+
+        class Runner:
+            def execute_model(self, config: ModelConfig, hf_config):
+                return reconfigure(config, hf_config)
+        '''
+    )
+    found = [f for f in res.findings if f.code == "CL002"]
+    assert len(found) == 2
+    assert all(f.fix is not None and f.fix.applicability.value == "unsafe" for f in found)
+    assert "`reconfigure` assigns `.hf_config`" in found[0].fix.message
