@@ -42,18 +42,17 @@ class CachedValueRecomputed(Rule):
     assignment ``<obj>.<attr> = <call>(...)``; a later call with the same
     callee on the same argument objects (after following aliases such as
     ``self.model_config = vllm_config.model_config`` and
-    ``self.mm_registry = MULTIMODAL_REGISTRY``) recomputes it. Only callees
+    ``self.registry = REGISTRY``) recomputes it. Only callees
     that are expensive are considered: an entry of the expensive-call catalog,
     or a function of the analysed tree whose body reaches one.
 
     ## Why is this bad?
-    vLLM's cross-attention builder called
-    ``MULTIMODAL_REGISTRY.get_encdec_max_encoder_len(model_config)`` on every
-    decode step (about 10 ms: it builds the multimodal processor and runs the
-    feature extractor on dummy audio) although ``VllmConfig.__post_init__``
-    had already stored the value in
-    ``scheduler_config.max_num_encoder_input_tokens``. Reading the attribute
-    took Whisper latency from 1300 ms to 305 ms (vLLM PRs #24866, #24989).
+    vLLM's cross-attention builder asked the multimodal registry for the
+    maximum encoder length on every decode step (about 10 ms: it builds the
+    multimodal processor and runs the feature extractor on dummy audio),
+    although the engine config's construction had already stored that value
+    in a scheduler-config attribute. Reading the attribute took Whisper
+    latency from 1300 ms to 305 ms (vLLM PRs #24866, #24989).
 
     ## Example
     ```python

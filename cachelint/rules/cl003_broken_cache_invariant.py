@@ -86,10 +86,10 @@ class BrokenCacheInvariant(Rule):
     ## Why is this bad?
     The rewritten readers read the attribute instead of calling; they are
     correct only while the fill keeps storing the call's value under its
-    guard. vLLM commit 0efd9f867 (Dec 2025) deleted the fill of
-    ``scheduler_config.max_num_encoder_input_tokens`` in
-    ``VllmConfig.__post_init__``; the readers of the seed rewrite (vLLM
-    PRs #24866, #24989) silently fell back to ``max_num_batched_tokens``, vLLM
+    guard. vLLM commit 0efd9f867 (Dec 2025) deleted the fill of the
+    scheduler-config attribute holding the maximum encoder length; the
+    readers of the seed rewrite (vLLM PRs #24866, #24989) silently fell back
+    to the batch token budget, vLLM
     0.13.0 shipped allocating the wrong number of cross-attention blocks, and
     nothing failed until the scheduler was repaired by hand.
 
