@@ -178,7 +178,8 @@ class HoistPlanner:
         self._constants: dict = {}  # path -> call text -> module constant name
 
     # ----- source text ------------------------------------------------------------
-    def text(self, path: str, line: int, col: int, end_line: int, end_col: int) -> str | None:
+    def lines(self, path: str) -> list[str]:
+        """The file's lines (with their ends), read once per run; [] if unreadable."""
         lines = self._sources.get(path)
         if lines is None:
             try:
@@ -186,6 +187,10 @@ class HoistPlanner:
             except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
                 lines = []
             self._sources[path] = lines
+        return lines
+
+    def text(self, path: str, line: int, col: int, end_line: int, end_col: int) -> str | None:
+        lines = self.lines(path)
         if not lines or end_line > len(lines):
             return None
         if line == end_line:
@@ -203,8 +208,7 @@ class HoistPlanner:
         """The use mutates the value in place (``x.append(...)``, ``x[k] = v``,
         ``x += ...``, ``del x[k]``): once computed once and shared, the other
         uses (or the next run) would see the change."""
-        self.text(f.path, 1, 0, 1, 0)
-        lines = self._sources.get(f.path) or []
+        lines = self.lines(f.path)
         if c.end_line > len(lines):
             return True
         after = lines[c.end_line - 1][c.end_column :]
@@ -285,10 +289,7 @@ class HoistPlanner:
         """The call is a whole expression statement: ``x.sync()`` on its own line."""
         if c.assigned_to is not None or c.line != c.stmt_line:
             return False
-        lines = self._sources.get(f.path)
-        if lines is None:
-            self.text(f.path, 1, 0, 1, 0)
-            lines = self._sources.get(f.path) or []
+        lines = self.lines(f.path)
         if c.end_line > len(lines):
             return False
         before = lines[c.line - 1][: c.column]
