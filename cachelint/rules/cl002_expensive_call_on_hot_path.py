@@ -725,7 +725,7 @@ class Runner:
                 continue
             ctx = p.context(f)
             for c in f.calls:
-                if (f.path, c.line, c.column) in covered:
+                if not _runs_each_time(f, c, covered):
                     continue
                 callee = p.canon(c.func, ctx)
                 names = p.callee_names(callee, dotted(c.func))
@@ -733,10 +733,6 @@ class Runner:
                 cost = costs.call_cost(names, fn)
                 if cost is None or (cost.cost == "low" and not low_ok):
                     continue
-                if c.in_handler:
-                    continue  # an `except` handler: the error path, not the hot one
-                if fills_once(f, c):
-                    continue  # `if self._x is None: self._x = call()` runs once
                 key = None
                 if callee is not None:
                     args = tuple(p.canon(a, ctx) for a in c.args) + tuple(
@@ -763,7 +759,7 @@ class Runner:
         wanted = {n: g for n, g in wanted.items() if g}
         out = []
         for f, c in hot_property_reads(p, analysis.hot, wanted):
-            if (f.path, c.line, c.column) in covered or c.in_handler or fills_once(f, c):
+            if not _runs_each_time(f, c, covered):
                 continue
             r = resolve_read(p, f, c, wanted)
             if r is None:
@@ -815,6 +811,13 @@ class Runner:
                 "property_read": c.is_read,
             },
         )
+
+
+def _runs_each_time(f, c, covered: set) -> bool:
+    """A site CL002 may report: not CL001's (an attribute already caches it),
+    not in an ``except`` handler (the error path, not the hot one), and not
+    under a fill-once guard (``if self._x is None: self._x = call()`` runs once)."""
+    return (f.path, c.line, c.column) not in covered and not c.in_handler and not fills_once(f, c)
 
 
 def _fix_kind(fix) -> str | None:
