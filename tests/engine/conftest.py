@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
-from .harness import engine_cache
+from .harness import HERE, engine_cache, installed_vllm, report
 
 REQUIRE = "CACHELINT_ENGINE_REQUIRE"
 
@@ -27,6 +29,25 @@ REPORT: dict[str, list[str]] = {}
 
 def note(section: str, line: str) -> None:
     REPORT.setdefault(section, []).append(line)
+
+
+# Shared by both eras' tests (each nox session runs one era's file).
+@pytest.fixture(scope="session")
+def vllm_pkg():
+    return installed_vllm()
+
+
+@pytest.fixture(scope="session")
+def findings(vllm_pkg):
+    return report(vllm_pkg.parent)
+
+
+@pytest.fixture(scope="session")
+def tiny_models():
+    proc = subprocess.run([sys.executable, str(HERE / "models.py")], capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    llama, whisper = proc.stdout.split()
+    return {"llama": llama, "whisper": whisper}
 
 
 def required_device() -> str | None:

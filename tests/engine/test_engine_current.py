@@ -30,8 +30,8 @@ import sys
 import pytest
 
 from .conftest import note
-from .harness import (HERE, REPO, copy_package, diff, engine_cache, fixable, installed_vllm, latency, plant,
-                      report, rewrite, rewrite_one, run_probe, vllm_version)
+from .harness import (REPO, copy_package, diff, engine_cache, fixable, latency, plant, rewrite, rewrite_one,
+                      run_probe, vllm_version)
 
 VERSION = vllm_version()
 
@@ -74,24 +74,6 @@ def _hf_cached(repo: str) -> bool:
     except ImportError:
         return False
     return isinstance(try_to_load_from_cache(repo, "config.json"), str)
-
-
-@pytest.fixture(scope="session")
-def vllm_pkg():
-    return installed_vllm()
-
-
-@pytest.fixture(scope="session")
-def findings(vllm_pkg):
-    return report(vllm_pkg.parent)
-
-
-@pytest.fixture(scope="session")
-def tiny_models():
-    proc = subprocess.run([sys.executable, str(HERE / "models.py")], capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    llama, whisper = proc.stdout.split()
-    return {"llama": llama, "whisper": whisper}
 
 
 def _model_args(device: str, tiny: dict) -> dict:

@@ -21,13 +21,12 @@ require:
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
 from .conftest import note
-from .harness import HERE, installed_vllm, plant, report, rewrite, run_probe, vllm_version
+from .harness import HERE, plant, rewrite, run_probe, vllm_version
 
 VERSION = vllm_version()
 
@@ -40,24 +39,6 @@ pytestmark = pytest.mark.skipif(
 # The upstream rewrite's call, found by cachelint's analysis; the tests only
 # select the findings about it from the report.
 SEED_CALL = "get_encdec_max_encoder_len"
-
-
-@pytest.fixture(scope="module")
-def vllm_pkg():
-    return installed_vllm()
-
-
-@pytest.fixture(scope="module")
-def findings(vllm_pkg):
-    return report(vllm_pkg.parent)
-
-
-@pytest.fixture(scope="module")
-def tiny_models():
-    proc = subprocess.run([sys.executable, str(HERE / "models.py")], capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    llama, whisper = proc.stdout.split()
-    return {"llama": llama, "whisper": whisper}
 
 
 @pytest.fixture(scope="module")
