@@ -42,7 +42,18 @@ them only when
   previous findings and matching no hot root: the analysis finds a function
   by its name or by scans that key on calls, attribute and global writes and
   decorators, so it cannot see them (see :func:`inert_difference`). A new
-  helper nothing calls yet is the common case.
+  helper nothing calls yet is the common case; it may make calls that
+  neither whole-program scan over every call picks up (see below).
+* or the calls of existing functions changed, and no walk of the previous
+  analysis read those functions' calls: the walks that follow calls from
+  function to function (hot paths, cost, purity, hoisting) note each
+  function whose calls they read (:func:`~cachelint.index.observing`), and
+  the results entry keeps that set with the cache sites' callee names. The
+  two scans that judge every call alone (a call assigned whole to an
+  attribute may fill a cache site; a call by a site's callee name may use
+  one) are re-run here on the added and removed calls (see
+  :func:`_edited`). An edit of a function off the hot paths, most edits of a
+  large tree, is this case.
 
 Both ways also require the text of every hot function in a changed file to
 be unchanged (moved as a whole): the property stage parses hot functions'
@@ -69,7 +80,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from . import __version__
-from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, decode_source
+from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, decode_source, observing
 from .model import Applicability, Edit, EditKind, Finding, Fix, Span
 
 FORMAT = 2
@@ -490,11 +501,17 @@ _FN_KNOWN = frozenset(
 _FN_OTHER = tuple(i for i, n in enumerate(_FN) if n not in _FN_KNOWN)
 
 
-def _inert(f: list) -> bool:
-    """An encoded function the analysis can only find by its name (see above)."""
+def _inert(f: list, scan_free=None) -> bool:
+    """An encoded function the analysis can only find by its name (see above).
+
+    ``scan_free(call, f)``: whether the whole-program scans over every call
+    pass that call by (see :func:`_edited`); without it, a function with
+    calls is not inert."""
     if any(f[i] for i in _FN_OTHER):
         return False
-    if f[_FN_PARENT] is not None or f[_FN_DECOS] or f[_FN_CALLS] or f[_FN_NESTED] or f[_FN_GLOBALS]:
+    if f[_FN_PARENT] is not None or f[_FN_DECOS] or f[_FN_NESTED] or f[_FN_GLOBALS]:
+        return False
+    if f[_FN_CALLS] and (scan_free is None or not all(scan_free(c, f) for c in f[_FN_CALLS])):
         return False
     if not f[_FN_NAME].isidentifier() or not f[_FN_NAME].isascii():
         return False
@@ -521,7 +538,7 @@ def _trim(t: list, qualnames: set) -> list:
     return out
 
 
-def inert_difference(old_t: list, new_t: list):
+def inert_difference(old_t: list, new_t: list, scan_free=None):
     """(old, new, added, removed) when two encoded indexes of a file differ
     only by added and removed inert functions: both without them, and the
     encoded records added and removed. None otherwise (or nothing changed)."""
@@ -534,9 +551,102 @@ def inert_difference(old_t: list, new_t: list):
         return None
     added = [f for f in new_t[_FI_FUNCTIONS] if f[_FN_QN] in added_qn]
     removed = [f for f in old_t[_FI_FUNCTIONS] if f[_FN_QN] in removed_qn]
-    if not all(_inert(f) for f in added + removed):
+    if not all(_inert(f, scan_free) for f in added + removed):
         return None
     return _trim(old_t, removed_qn), _trim(new_t, added_qn), added, removed
+
+
+# ----- edited calls of functions the analysis did not follow -----------------------
+#
+# Most edits of a large tree change the body of a function off every hot
+# path. The whole-program analysis reads a function's calls in two ways:
+# walks that follow calls from function to function (the hot paths, the
+# cost, purity and hoisting checks), and two scans that judge every call of
+# every function alone by a key (cachesites: a call assigned whole to an
+# attribute may fill a cache site; a call whose name is a site's callee may
+# be a use of it). `FunctionInfo.calls` notes which functions the walks read
+# (cachelint.index.observing) and the results entry keeps them with the
+# sites' keys. A function whose calls no walk read, whose other fields are
+# unchanged, and whose added and removed calls no scan would pick up cannot
+# change any finding: its calls are dropped from both indexes before the
+# interfaces are compared.
+
+_FI_IMPORTS = _FI.index("imports")
+_C_FUNC, _C_ASSIGNED = _names(CallSite).index("func"), _names(CallSite).index("assigned_to")
+
+
+def _scanner(site_keys: set, module_imports: dict):
+    """``scan_free(call, f)`` for one file: whether neither scan over every
+    call would pick up the encoded ``call`` of the encoded function ``f``."""
+    from .cachesites import function_imports, use_keys
+
+    def scan_free(call, f) -> bool:
+        t = call[_C_ASSIGNED]
+        if t is not None and t[0] == "attr":
+            return False
+        local = function_imports(Assign(*a) for a in f[_FN_ASSIGNS])
+        return not any(k in site_keys for k in use_keys(call[_C_FUNC], local, module_imports))
+
+    return scan_free
+
+
+def _unlined(call) -> tuple:
+    c = list(call)
+    for s in _LINES_CALL:
+        c[s] = None
+    return _ordered(c)
+
+
+def _edited(old_t: list, new_t: list, observed: set, scan_free):
+    """(old, new) without the calls of the functions whose calls changed,
+    when every such function is unobserved and each call added or removed is
+    scan-free; None otherwise (or no function's calls changed)."""
+    new_fns = {f[_FN_QN]: f for f in new_t[_FI_FUNCTIONS]}
+    dropped = set()
+    for f in old_t[_FI_FUNCTIONS]:
+        g = new_fns.get(f[_FN_QN])
+        if g is None:
+            continue
+        a, b = [_unlined(c) for c in f[_FN_CALLS]], [_unlined(c) for c in g[_FN_CALLS]]
+        if a == b:
+            continue
+        if f[_FN_QN] in observed:
+            return None
+        for c in _multiset_difference(a, b, f[_FN_CALLS]) + _multiset_difference(b, a, g[_FN_CALLS]):
+            if not scan_free(c, g):
+                return None
+        dropped.add(f[_FN_QN])
+    if not dropped:
+        return None
+
+    def drop(t: list) -> list:
+        out = list(t)
+        fns = []
+        for f in t[_FI_FUNCTIONS]:
+            if f[_FN_QN] in dropped:
+                f = list(f)
+                f[_FN_CALLS] = []
+            fns.append(f)
+        out[_FI_FUNCTIONS] = fns
+        return out
+
+    return drop(old_t), drop(new_t)
+
+
+def _multiset_difference(a: list, b: list, calls: list) -> list:
+    """The encoded ``calls`` (``a`` is them without lines) not matched in ``b``."""
+    left: dict = {}
+    for x in b:
+        k = repr(x)
+        left[k] = left.get(k, 0) + 1
+    out = []
+    for x, c in zip(a, calls):
+        k = repr(x)
+        if left.get(k, 0):
+            left[k] -= 1
+        else:
+            out.append(c)
+    return out
 
 
 # ----- findings (de)serialization ------------------------------------------------
@@ -727,7 +837,7 @@ def cached_findings(
             if remapped is not None:
                 enc, flags = remapped
                 cache.flush({_index_key(fp, sf, h) for sf, h in zip(files, hashes)})
-                cache.put("results", scope, (hashes, enc, flags, prev[3]))
+                cache.put("results", scope, (hashes, enc, flags, *prev[3:]))
                 return [decode_finding(t) for t, s in zip(enc, flags) if not s], "remapped", None
 
         indexes: list = [None] * len(files)
@@ -779,11 +889,14 @@ def cached_findings(
             gc.enable()
     if progress is not None:
         progress.stage("Analysing")
-    analysis = make_analysis(indexes)
-    raw, flags = run_rules(analysis, rules)
+    with observing() as observed:  # whose calls the analysis follows (see _edited)
+        analysis = make_analysis(indexes)
+        raw, flags = run_rules(analysis, rules)
     texts = hot_texts(analysis, files, blobs)
     del blobs
-    cache.put("results", scope, (hashes, [encode_finding(f) for f in raw], flags, texts))
+    ca = analysis.__dict__.get("cache_analysis")  # not computed: the scan of uses never ran
+    keys = sorted(ca.by_name) if ca is not None else []
+    cache.put("results", scope, (hashes, [encode_finding(f) for f in raw], flags, texts, sorted(observed), keys))
     return [f for f, s in zip(raw, flags) if not s], how, analysis
 
 
@@ -882,7 +995,8 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
     from .api import _suppressed
     from .index import index_bytes
 
-    old_hashes, old_findings, old_flags, hot = prev
+    old_hashes, old_findings, old_flags, hot, observed, site_keys = prev
+    observed, site_keys = set(observed), set(site_keys)
     if len(old_hashes) != len(hashes):
         return None
     changed = [i for i, (a, b) in enumerate(zip(old_hashes, hashes)) if a != b]
@@ -904,15 +1018,21 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
             cache.add_index(key, marshal.dumps(new_t))
         old_i, new_i = old_t, new_t
         if interface(old_t) != interface(new_t):
-            # only inert functions added or removed? (see inert_difference)
-            diff = inert_difference(old_t, new_t) if roots is not None else None
-            if diff is None:
+            if roots is None:
                 return None
-            old_i, new_i, added, removed = diff
+            scan_free = _scanner(site_keys, new_t[_FI_IMPORTS])
+            # the calls of unobserved functions edited? (see _edited)
+            edited = _edited(old_i, new_i, observed, scan_free)
+            if edited is not None:
+                old_i, new_i = edited
+            # inert functions added or removed? (see inert_difference)
+            diff = inert_difference(old_i, new_i, scan_free)
+            if diff is not None:
+                old_i, new_i, added, removed = diff
+                inert.extend((f, True) for f in added)
+                inert.extend((f, False) for f in removed)
             if interface(old_i) != interface(new_i):
                 return None
-            inert.extend((f, True) for f in added)
-            inert.extend((f, False) for f in removed)
         linemap = dict(zip(index_lines(old_i), index_lines(new_i)))
         new_fi = decode_index(new_t)
         if sf.path in hot:

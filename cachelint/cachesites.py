@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from .access import spell, spell_atom
 from .catalog import PURE_BUILTINS, Catalog, is_cached_function
 from .guards import Atom, guard_atoms, residual, substitute
-from .index import CallSite, FunctionInfo, dotted, render
+from .index import CallSite, FunctionInfo, dotted, render, scanned_calls
 from .program import CONSTRUCTORS, Program, Value
 
 
@@ -82,6 +82,37 @@ class Use:
 
 def _call_names(call: CallSite) -> str | None:
     return dotted(call.func)
+
+
+def fills_site(c: CallSite) -> bool:
+    """Whether :meth:`CacheAnalysis.collect` looks at a call: the whole value of
+    an attribute assignment."""
+    t = c.assigned_to
+    return t is not None and t[0] == "attr"
+
+
+def function_imports(assigns) -> dict:
+    """A function's own imports: local name -> what it imports."""
+    out: dict = {}
+    for a in assigns:
+        if a.kind == "import" and a.target[0] == "name":
+            out.setdefault(a.target[1], a.value[1])
+    return out
+
+
+def use_keys(func, local_imports: dict, module_imports: dict) -> tuple:
+    """The names :meth:`CacheAnalysis._find_uses` looks a call up by among the
+    cache sites: its last name and, for a bare name, the last part of what it
+    imports (`from m import probe as measure`, as ``_imported_as``)."""
+    if func[0] == "attr":
+        return (func[2],)
+    if func[0] != "name":
+        return ("",)
+    key = func[1]
+    target = local_imports.get(key)
+    if target is None:
+        target = module_imports.get(key)
+    return (key,) if target is None else (key, target.rsplit(".", 1)[-1])
 
 
 def _last(call: CallSite) -> str | None:
@@ -197,7 +228,9 @@ class CacheAnalysis:
         for f in p.functions.values():
             if f.under_type_checking:
                 continue
-            for c in f.calls:
+            for c in scanned_calls(f):  # each call alone, keyed by fills_site (see index.observing)
+                if not fills_site(c):
+                    continue
                 t = c.assigned_to
                 if t is None or t[0] != "attr":
                     continue
@@ -292,22 +325,15 @@ class CacheAnalysis:
             ctx = None
             fi = p.modules_by_path.get(g.path)
             local_imports = None
-            for c in g.calls:
+            for c in scanned_calls(g):  # each call alone, keyed by use_keys (see index.observing)
                 key = _last(c) or ""
                 cands = self.by_name.get(key)
                 if not cands and c.func[0] == "name":
-                    # an import alias (`from m import probe as measure`); as
-                    # _imported_as, with the function's imports gathered once
                     if local_imports is None:
-                        local_imports = {}
-                        for a in g.assigns:
-                            if a.kind == "import" and a.target[0] == "name":
-                                local_imports.setdefault(a.target[1], a.value[1])
-                    target = local_imports.get(key)
-                    if target is None and fi is not None:
-                        target = fi.imports.get(key)
-                    if target is not None:
-                        cands = self.by_name.get(target.rsplit(".", 1)[-1])
+                        local_imports = function_imports(g.assigns)
+                    keys = use_keys(c.func, local_imports, fi.imports if fi is not None else {})
+                    if len(keys) > 1:
+                        cands = self.by_name.get(keys[1])
                 if not cands:
                     continue
                 if ctx is None:

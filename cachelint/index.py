@@ -34,6 +34,7 @@ import re
 import stat
 import tokenize
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 Expr = tuple
@@ -120,6 +121,54 @@ class FunctionInfo:
                 return None
         p = self.params[0]
         return p.name if p.kind == "pos" else None
+
+
+# ----- which functions' calls the analysis read ------------------------------------
+#
+# The cache (cachelint.cache) can keep the previous findings across an edit of
+# a function's calls when no part of the analysis that follows calls from
+# function to function (the hot-path walk, the cost and purity walks, the
+# hoisting checks) read that function's calls. So `FunctionInfo.calls` is a
+# descriptor that notes the function in the set `observing()` installs; the
+# two whole-program scans that look at every call for a fixed key (cache-site
+# fills and their uses, in cachelint.cachesites) read `scanned_calls(f)`
+# instead, and the cache checks an edited function's calls against those
+# keys itself. Safe by default: new code that reads `f.calls` only makes
+# more functions observed, which costs reuse, never correctness.
+
+_observed: set | None = None
+
+
+class _TrackedCalls:
+    def __get__(self, f, owner=None):
+        if f is None:
+            return self
+        if _observed is not None:
+            _observed.add(f.qualname)
+        return f.__dict__["calls"]
+
+    def __set__(self, f, value) -> None:
+        f.__dict__["calls"] = value
+
+
+FunctionInfo.calls = _TrackedCalls()  # type: ignore[assignment]  # after @dataclass: it keeps the field
+
+
+def scanned_calls(f: FunctionInfo) -> list:
+    """``f.calls`` without marking ``f`` observed: only for scans that judge
+    each call alone by keys the cache re-checks (see above)."""
+    return f.__dict__["calls"]
+
+
+@contextmanager
+def observing():
+    """Collect the qualified names of the functions whose calls are read in the block."""
+    global _observed
+    prev, _observed = _observed, set()
+    try:
+        yield _observed
+    finally:
+        _observed = prev
 
 
 @dataclass
@@ -888,7 +937,7 @@ def index_source(source: str, path: str, module: str, is_package: bool, watch: f
         fi.error = ("RecursionError: expression nesting too deep to analyse", 1, 0)
         return fi
     for f in fi.functions:
-        f.calls.sort(key=lambda c: (c.line, c.column))
+        scanned_calls(f).sort(key=lambda c: (c.line, c.column))  # building, not reading
     fi.module_calls.sort(key=lambda c: (c.line, c.column))
     return fi
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cachelint import api, cache
-from cachelint.config import find_config, load_config_file
+from cachelint.config import Config, find_config, load_config_file
 from cachelint.discover import discover
 from cachelint.index import index_source
 
@@ -217,10 +217,20 @@ def test_an_added_function_seen_by_name_or_with_calls_is_reanalysed(project, tmp
     r = run(d)
     assert r.cache == "partial"
     assert ("CL002", "pkg/helpers.py", 6) in _where(r)
-    # unreferenced, but it makes a call (a use of the cache site: a new CL001)
+    # unreferenced, and its call is one no scan picks up: moved (and equal to a fresh run)
     runner.write_text(RUNNER + "\n\ndef fresh_helper(cfg):\n    return probe(cfg)\n")
+    assert run(d).cache == "remapped"
+    # unreferenced, but its call has a cache site's callee name (a use: a new CL001)
+    runner.write_text("from pkg.config import REGISTRY, EngineConfig\n" + RUNNER)
+    run(d)
+    runner.write_text(
+        "from pkg.config import REGISTRY, EngineConfig\n"
+        + RUNNER
+        + "\n\ndef fresh_helper(cfg: EngineConfig):\n    return REGISTRY.max_len(cfg.model_config)\n"
+    )
     r = run(d)
     assert r.cache == "partial"
+    assert ("CL001", "pkg/runner.py", 15) in _where(r)
     # unreferenced and call-free, but it writes an attribute (a writer other code may see)
     runner.write_text(RUNNER + "\n\ndef fresh_writer(cfg):\n    cfg.model_config = None\n")
     assert run(d).cache == "partial"
@@ -228,6 +238,85 @@ def test_an_added_function_seen_by_name_or_with_calls_is_reanalysed(project, tmp
     runner.write_text(RUNNER + "\n\ndef quiet_helper(x):\n    return x\n")
     (project / "pkg" / "users.py").write_text("# quiet_helper\n" + USERS)
     assert run(d).cache == "partial"
+
+
+DESCRIBE = """
+
+def describe(config: EngineConfig):
+    text = str(config.model_config)
+    return text
+"""
+
+
+def test_an_edited_function_no_walk_follows_keeps_the_findings(project, tmp_path):
+    """Calls added to or removed from a function whose calls no part of the
+    analysis followed (nothing hot reaches it): the findings are moved, not
+    recomputed, and equal a fresh run. A call a whole-program scan picks up
+    (a use of a cache site) re-runs the analysis and adds its finding."""
+    d = tmp_path / "cache"
+    runner = project / "pkg" / "runner.py"
+    base = "from pkg.config import REGISTRY, EngineConfig\n" + RUNNER + DESCRIBE
+    runner.write_text(base)
+    run(d)
+    edited = base.replace("    text = str(", "    print(len(text or ''))\n    text = str(")
+    runner.write_text(edited)
+    r = run(d)
+    assert r.cache == "remapped"
+    # the same kind of edit in the hot function: the walks read its calls
+    runner.write_text(edited.replace("        return probe(", "        self.model_config.check()\n        return probe("))
+    assert run(d).cache == "partial"  # a hot function's calls: the walks read them
+    runner.write_text(edited)
+    run(d)
+    runner.write_text(base)  # and removed again
+    assert run(d).cache == "remapped"
+    # a use of the cache site (the fill in config.py): a new CL001 finding
+    runner.write_text(base.replace("    text = str(", "    REGISTRY.max_len(config.model_config)\n    text = str("))
+    r = run(d)
+    assert r.cache == "partial"
+    assert ("CL001", "pkg/runner.py", 15) in _where(r)
+
+
+WALKED_CONFIG = CONFIG.replace("class Registry:", "class Registry:\n    def rebuild(self, settings):\n        ...\n") + """
+from pkg.derive import derive
+
+
+class Settings:
+    name: str
+
+    @property
+    def limit(self) -> int:
+        return derive(self)
+"""
+
+# in a file of its own: findings name config.py's module, and an edit of a
+# file a finding names always re-runs the analysis
+DERIVE = """
+from pkg.config import REGISTRY
+
+
+def derive(settings):
+    return 0
+"""
+
+
+def test_an_edited_function_a_cost_walk_followed_is_reanalysed(project, tmp_path):
+    """``derive`` is not hot, but the cost of the property ``limit`` is judged
+    by walking into it: a catalogued call added there (no cache site's
+    callee, so no scan picks it up) makes a hot read of ``limit`` a CL002
+    finding, so the edit re-runs the analysis."""
+    (project / "pyproject.toml").write_text(
+        PYPROJECT.replace("expensive-calls = [", 'expensive-calls = [\n    {pattern = "*.Registry.rebuild", kind = "processor"},')
+    )
+    (project / "pkg" / "config.py").write_text(WALKED_CONFIG)
+    (project / "pkg" / "derive.py").write_text(DERIVE)
+    runner = project / "pkg" / "runner.py"
+    runner.write_text(PROPERTY_RUNNER.replace("        return n\n", "        return n + self.settings.limit\n"))
+    d = tmp_path / "cache"
+    assert [f for f in run(d).findings if f.path == "pkg/runner.py"] == []
+    (project / "pkg" / "derive.py").write_text(DERIVE.replace("    return 0\n", "    REGISTRY.rebuild(settings)\n    return 0\n"))
+    r = run(d)
+    assert r.cache == "partial"
+    assert ("CL002", "pkg/runner.py", 13) in _where(r)
 
 
 PROPERTY_CONFIG = CONFIG + """
@@ -488,6 +577,94 @@ def test_incremental_runs_on_vllm_equal_fresh_runs(tmp_path):
     config = work / "vllm" / "config" / "__init__.py"
     config.write_text("# one\n" + config.read_text())
     both("partial")
+
+
+def _insert_first(path: Path, line: int, statement: str) -> bool:
+    """Insert ``statement`` before the first statement of the function defined
+    at ``line`` of ``path`` (after its docstring); False if there is no such
+    statement on a line of its own."""
+    import ast
+
+    text = path.read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if line not in (node.lineno, *(dec.lineno for dec in node.decorator_list[:1])):
+            continue
+        body = node.body
+        if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring
+        if not body or body[0].lineno == node.lineno or getattr(body[0], "decorator_list", None):
+            return False
+        lines = text.splitlines(keepends=True)
+        lines.insert(body[0].lineno - 1, " " * body[0].col_offset + statement + "\n")
+        path.write_text("".join(lines), encoding="utf-8")
+        return True
+    return False
+
+
+@pytest.mark.vllm
+def test_edits_of_functions_no_walk_follows_equal_fresh_runs_on_vllm(tmp_path):
+    """Real edits of function bodies in vLLM 0.10.2, each checked against a
+    fresh run: a catalogued device call added to functions whose calls no
+    walk of the analysis read (moved when no finding names the file), a call
+    by a cache site's callee name (re-analysed: a use), and a call added to
+    a hot function and to one off the hot paths that a walk read (both
+    re-analysed)."""
+    import random
+    import shutil
+
+    from cachelint.index import observing
+    from cachelint.rules import select_rules
+
+    from .vllm_source import vllm_source
+
+    work = tmp_path / "v"
+    shutil.copytree(vllm_source("0.10.2") / "vllm", work / "vllm")
+    d = str(tmp_path / "cache")
+    env = {"CACHELINT_CACHE_STATUS": "1"}
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        config = Config()  # no configuration file: the defaults, as the CLI runs
+        with observing() as observed:
+            analysis, _ = api.analyse(["vllm"], config, jobs=1)
+            api.run_rules(analysis, select_rules(config.select, config.ignore))
+    finally:
+        os.chdir(cwd)
+    functions = analysis.program.functions
+    keys = sorted(analysis.cache_analysis.by_name)
+    free = [qn for qn, f in functions.items() if qn not in observed and not f.under_type_checking]
+    assert len(free) > len(functions) // 2  # most of the tree: what makes the reuse worth having
+    hot = [qn for qn in analysis.hot.chains if functions[qn].calls and "<locals>" not in qn]
+    walked = [qn for qn in observed if qn in functions and qn not in analysis.hot.chains and "<locals>" not in qn]
+    assert keys and hot and walked
+
+    edited: set = set()  # files whose lines moved: the recorded lines there are stale
+
+    def edit(candidates: list, statement: str):
+        """Edit the first candidate that takes the statement; its cache status."""
+        for qn in candidates:
+            f = functions[qn]
+            if f.path in edited or not _insert_first(Path(work, f.path), f.line, statement):
+                continue
+            edited.add(f.path)
+            got = _cli(work, "check", "vllm", "--output-format", "json", "--cache-dir", d, env=env)
+            fresh = _cli(work, "check", "vllm", "--output-format", "json", "--no-cache", "-j", "1")
+            assert got.returncode == fresh.returncode == 1, got.stderr
+            assert json.loads(got.stdout) == json.loads(fresh.stdout), (qn, statement)
+            return got.stderr.split("cachelint: cache ")[1].split()[0]
+        raise AssertionError(f"no candidate takes {statement!r}")
+
+    assert _cli(work, "check", "vllm", "-q", "--cache-dir", d).returncode == 1
+    rng = random.Random(6)
+    rng.shuffle(free)
+    statuses = [edit(free[k::4], "torch.cuda.get_device_capability()") for k in range(4)]
+    assert "remapped" in statuses, statuses
+    assert edit(free, f"{keys[0]}()") == "partial"
+    assert edit(hot, "torch.cuda.get_device_capability()") == "partial"
+    # off the hot paths, but a cost, purity or hoisting walk read its calls
+    assert edit(sorted(walked), "torch.cuda.get_device_capability()") == "partial"
 
 
 def test_fix_builds_the_analysis_and_a_lock_turns_remapping_off(project, tmp_path):
