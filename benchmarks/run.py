@@ -25,9 +25,17 @@ that copy:
                 its interface changed, but only by a function the analysis
                 cannot see (no calls, no writes, its name used nowhere), so
                 only it is re-indexed and the findings are moved
-    edit-call   after adding a function that makes a call instead: the
-                whole-program analysis re-runs on the cached indexes (what
-                any edit of a function body costs)
+    edit-call   after adding a function that makes a call instead (nothing
+                calls it, so no walk of the analysis reads its calls, and no
+                cache site has its callee's name: the findings are moved)
+    edit-body   after adding a call to the body of an existing function off
+                the hot paths (``Scheduler.shutdown``, called elsewhere): the
+                everyday edit; moved when no walk read that function's calls
+    edit-hot    after adding a call to the body of the per-step root
+                (``Scheduler.schedule``): the walks read its calls, so the
+                whole-program analysis re-runs on the cached indexes
+
+Every edit scenario changes one file; the edits accumulate over the rounds.
 
 Interleaving the scenarios inside each round spreads the noise of a shared
 machine over all of them; ratios to ruff's median from the same run are what
@@ -55,7 +63,11 @@ RUFF_VERSION = "0.17.6"
 EDIT_FILE = "vllm/v1/core/sched/scheduler.py"  # a large, central file with findings
 TARGETS = {
     # version -> scenario -> (limit, unit) ; "x" = times ruff's median
-    "0.10.2": {"cold": (2.0, "x"), "warm": (0.5, "s"), "edit-text": (0.8, "s"), "edit-code": (0.8, "s")},
+    "0.10.2": {
+        "cold": (2.0, "x"),
+        "warm": (0.5, "s"),
+        **{k: (0.8, "s") for k in ("edit-text", "edit-code", "edit-call", "edit-body", "edit-hot")},
+    },
     "*": {"cold": (2.0, "x")},
 }
 MEMORY_TARGET_MB = 300
@@ -88,6 +100,21 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, str]:
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{stderr}")
     return wall, usage.ru_maxrss / 1024, stderr
+
+
+def insert_call(path: Path, function: str, r: int) -> None:
+    """Add ``logger.debug(...)`` as the first statement of the method
+    ``function`` in ``path`` (after its docstring)."""
+    import ast
+
+    text = path.read_text(encoding="utf-8")
+    node = next(
+        n for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
+    )
+    body = node.body[1:] if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) else node.body
+    lines = text.splitlines(keepends=True)
+    lines.insert(body[0].lineno - 1, " " * body[0].col_offset + f'logger.debug("benchmark round %d", {r})\n')
+    path.write_text("".join(lines), encoding="utf-8")
 
 
 def cache_status(stderr: str) -> str:
@@ -127,6 +154,8 @@ def bench_version(version: str, rounds: int, ruff: str) -> dict:
             "edit-text": cl,
             "edit-code": cl,
             "edit-call": cl,
+            "edit-body": cl,
+            "edit-hot": cl,
         }
         results: dict = {k: {"wall": [], "rss": [], "status": [], "load": []} for k in scenarios}
         # one untimed run of each tool: file system cache, .pyc files
@@ -147,6 +176,10 @@ def bench_version(version: str, rounds: int, ruff: str) -> dict:
                     edit.write_bytes(
                         edit.read_bytes() + f"\n\ndef _benchmark_call_{r}(x):\n    return len(x) + {r}\n".encode()
                     )
+                elif name == "edit-body":
+                    insert_call(edit, "shutdown", r)
+                elif name == "edit-hot":
+                    insert_call(edit, "schedule", r)
                 load = os.getloadavg()[0]
                 wall, rss, stderr = timed(cmd, work, env)
                 res = results[name]
