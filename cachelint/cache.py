@@ -80,7 +80,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from . import __version__
-from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, decode_source, observing
+from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, decode_source, observing, split_lines
 from .model import Applicability, Edit, EditKind, Finding, Fix, Span
 
 FORMAT = 2
@@ -931,7 +931,7 @@ def hot_texts(analysis, files, blobs) -> dict:
         if data is None:
             continue
         try:
-            lines = decode_source(data).splitlines(keepends=True)
+            lines = split_lines(decode_source(data))
         except (SyntaxError, UnicodeDecodeError, LookupError):
             continue
         out[path] = [(f.qualname, _text_digest(lines, f.line, f.end_line)) for f in fns]
@@ -947,7 +947,7 @@ def _parallel_threshold() -> int:
 def _same_hot_texts(old: list, fi, data: bytes) -> bool:
     """Whether each hot function of a changed file has the same text as before (see :func:`hot_texts`)."""
     try:
-        lines = decode_source(data).splitlines(keepends=True)
+        lines = split_lines(decode_source(data))
     except (SyntaxError, UnicodeDecodeError, LookupError):
         return False
     functions = {f.qualname: f for f in fi.functions}

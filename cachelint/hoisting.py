@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from .callgraph import HotPaths, resolve_call
 from .catalog import PURE_BUILTINS, is_cached_function
 from .cost import Cost
-from .index import CallSite, FunctionInfo, dotted, read_source
+from .index import CallSite, FunctionInfo, dotted, read_source, split_lines
 from .model import Applicability, Edit, EditKind, Fix, Span
 from .program import CONSTRUCTORS, Program
 
@@ -183,7 +183,7 @@ class HoistPlanner:
         lines = self._sources.get(path)
         if lines is None:
             try:
-                lines = read_source(path).splitlines(keepends=True)
+                lines = split_lines(read_source(path))
             except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
                 lines = []
             self._sources[path] = lines

@@ -343,7 +343,7 @@ def parse_suppressions(source: str) -> dict:
     low = source.lower()
     if "noqa" not in low and "cachelint" not in low:
         return out
-    for lineno, text in enumerate(source.splitlines(), 1):
+    for lineno, text in enumerate(split_lines(source, False), 1):
         if "#" not in text:
             continue
         lt = text.lower()
@@ -386,7 +386,7 @@ class _ColumnMap:
 
     def __init__(self, source: str) -> None:
         self.ascii = source.isascii()
-        self.lines = None if self.ascii else source.splitlines(keepends=True)
+        self.lines = None if self.ascii else split_lines(source)
 
     def col(self, line: int, byte_col: int) -> int:
         if self.ascii or byte_col <= 0:
@@ -1000,6 +1000,20 @@ def read_bytes(path: str) -> bytes:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"not a regular file: {path}")
         return fh.read()
+
+
+# str.splitlines also breaks at \v, \f, \x1c-\x1e, \x85, \u2028 and \u2029,
+# which Python's tokenizer does not: every line number after one would be off
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_PY_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str, keepends: bool = True) -> list[str]:
+    """The lines of ``text`` as Python numbers them (breaks: \\r\\n, \\r, \\n)."""
+    if not _OTHER_BREAKS.search(text):
+        return text.splitlines(keepends)
+    lines = _PY_LINE.findall(text)
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]
 
 
 def decode_source(data: bytes) -> str:

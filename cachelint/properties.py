@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from .callgraph import HotPaths
 from .cost import Cost, CostModel
-from .index import CallSite, FunctionInfo, decode_source, function_reads, source_digest
+from .index import CallSite, FunctionInfo, decode_source, function_reads, source_digest, split_lines
 from .program import Program
 
 
@@ -87,7 +87,7 @@ def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[Fun
             continue
         if fi.digest and fi.digest != source_digest(source):
             continue  # changed since it was indexed: positions would not match
-        lines = source.splitlines(keepends=True)
+        lines = split_lines(source)
         seen: set = set()
         for f in sorted(hot_files[path], key=lambda g: (g.line, g.qualname)):
             body = "".join(lines[f.line - 1 : f.end_line])

@@ -177,3 +177,32 @@ def test_a_local_hoist_is_unsafe_when_the_function_writes_what_the_getter_reads(
     assert len(found) == 2
     assert all(f.fix is not None and f.fix.applicability.value == "unsafe" for f in found)
     assert "`reconfigure` assigns `.hf_config`" in found[0].fix.message
+
+
+def test_line_numbers_are_pythons_after_a_form_feed():
+    """``str.splitlines`` also breaks at a form feed (and \\v, \\x1c-\\x1e,
+    \\x85, \\u2028, \\u2029), which Python does not: every text read by line
+    (the property stage, the hoisting checks, non-ASCII columns, ``noqa``
+    comments) must number lines as the parser does."""
+    code = '''
+        from config import ModelConfig
+        # section break:\x0c
+        class Runner:
+            def execute_model(self, config: ModelConfig):
+                s = "ü\u2028"; x = config.is_encoder_decoder  # noqa: CL001
+                if config.is_encoder_decoder:  # cachelint: ignore[CL002]
+                    return 1
+                return 2 if config.is_encoder_decoder else 3
+        '''
+    res = _check(code)
+    text = textwrap.dedent(code).lstrip()
+    lines = text.split("\n")  # Python's lines here: no \r in the text
+    assert len(text.splitlines()) == len(lines) - 1 + 2  # the two extra breaks this test is about
+    found = sorted((f.span.line, f.span.column, f.span.end_column) for f in res.findings)
+    assert [ln for ln, _, _ in found] == [5, 8]  # the read on line 6 is suppressed
+    for line, col, end_col in found:
+        assert lines[line - 1][col:end_col] == "config.is_encoder_decoder"
+    fixed = _check(code, fix=True).sources_after["runner.py"]
+    assert "    def execute_model(self, config: ModelConfig):\n        is_encoder_decoder = config.is_encoder_decoder\n" in fixed
+    assert "# section break:\x0c\n" in fixed
+    compile(fixed, "runner.py", "exec")
