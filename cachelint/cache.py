@@ -80,7 +80,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from . import __version__
-from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, decode_source, observing, split_lines
+from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, observing
 from .model import Applicability, Edit, EditKind, Finding, Fix, Span
 
 FORMAT = 2
@@ -900,8 +900,15 @@ def cached_findings(
     return [f for f, s in zip(raw, flags) if not s], how, analysis
 
 
-def _text_digest(lines: list[str], line: int, end_line: int) -> str:
-    return digest("".join(lines[line - 1 : end_line]).encode("utf-8", "surrogatepass"))
+def _text_digest(lines: list[bytes], line: int, end_line: int) -> str:
+    return digest(b"".join(lines[line - 1 : end_line]))
+
+
+def _byte_lines(data: bytes) -> list[bytes]:
+    """The file's lines as Python numbers them: ``bytes.splitlines`` breaks at
+    \\r\\n, \\r and \\n only, and source encodings keep those bytes (the
+    text need not be decoded to compare it)."""
+    return data.splitlines(keepends=True)
 
 
 def hot_texts(analysis, files, blobs) -> dict:
@@ -930,10 +937,7 @@ def hot_texts(analysis, files, blobs) -> dict:
         data = blobs[i] if i is not None else None
         if data is None:
             continue
-        try:
-            lines = split_lines(decode_source(data))
-        except (SyntaxError, UnicodeDecodeError, LookupError):
-            continue
+        lines = _byte_lines(data)
         out[path] = [(f.qualname, _text_digest(lines, f.line, f.end_line)) for f in fns]
     return out
 
@@ -946,10 +950,7 @@ def _parallel_threshold() -> int:
 
 def _same_hot_texts(old: list, fi, data: bytes) -> bool:
     """Whether each hot function of a changed file has the same text as before (see :func:`hot_texts`)."""
-    try:
-        lines = split_lines(decode_source(data))
-    except (SyntaxError, UnicodeDecodeError, LookupError):
-        return False
+    lines = _byte_lines(data)
     functions = {f.qualname: f for f in fi.functions}
     for qn, d in old:
         f = functions.get(qn)

@@ -28,7 +28,14 @@ from __future__ import annotations
 
 from .callgraph import HotPaths
 from .cost import Cost, CostModel
-from .index import CallSite, FunctionInfo, decode_source, function_reads, source_digest, split_lines
+from .index import (
+    CallSite,
+    FunctionInfo,
+    decode_source,
+    function_reads,
+    source_digest,
+    split_lines,
+)
 from .program import Program
 
 
