@@ -121,13 +121,10 @@ def default_jobs() -> int:
     The pool costs about a fifth more CPU than indexing alone (the index has
     to be sent back), so it pays only while cores are not all taken. Measured
     on 2 cores (docs/benchmarks.md): two processes beat one at a load average
-    of 1.5 to 4 and lost to it at 5 to 7 (vLLM 0.10.2), but that serial path
-    paid a GC pass over the whole fresh index that the pool path did not
-    (see index_files). Without it, in one run, one process beat two at
-    loads of 2 to 3 on both vLLM releases by their medians, while the
-    fastest runs still had two. Until a measurement settles it, the rule
-    stays: as many processes as the load average leaves cores free, plus
-    one, as ``make -l`` limits its jobs by the load.
+    of 1.5 to 4 and lost to it at 5 to 7 (vLLM 0.10.2). With the small
+    chunks of index_shared, two beat one by 1.39x (0.10.2) and 1.49x (0.33.0)
+    at loads of 0.8 to 1.6. The rule: as many processes as the load average
+    leaves cores free, plus one, as ``make -l`` limits its jobs by the load.
     """
     cores = max(1, min(os.cpu_count() or 1, 8))
     try:

@@ -55,7 +55,7 @@ them only when
   :func:`_edited`). An edit of a function off the hot paths, most edits of a
   large tree, is this case.
 
-Both ways also require the text of every hot function in a changed file to
+Each of these ways also requires the text of every hot function in a changed file to
 be unchanged (moved as a whole): the property stage parses hot functions'
 text again for attribute reads, which no index keeps (see :func:`hot_texts`).
 
