@@ -602,6 +602,8 @@ def _edited(old_t: list, new_t: list, observed: set, scan_free):
     when every such function is unobserved and each call added or removed is
     scan-free; None otherwise (or no function's calls changed)."""
     new_fns = {f[_FN_QN]: f for f in new_t[_FI_FUNCTIONS]}
+    if len(new_fns) != len(new_t[_FI_FUNCTIONS]) or len({f[_FN_QN] for f in old_t[_FI_FUNCTIONS]}) != len(old_t[_FI_FUNCTIONS]):
+        return None  # a name defined twice: records would be paired by name alone
     dropped = set()
     for f in old_t[_FI_FUNCTIONS]:
         g = new_fns.get(f[_FN_QN])

@@ -231,9 +231,6 @@ class CacheAnalysis:
             for c in scanned_calls(f):  # each call alone, keyed by fills_site (see index.observing)
                 if not fills_site(c):
                     continue
-                t = c.assigned_to
-                if t is None or t[0] != "attr":
-                    continue
                 site = self._site(f, c)
                 if site is not None:
                     self.sites.append(site)
