@@ -32,6 +32,7 @@ import io
 import os
 import re
 import stat
+import threading
 import tokenize
 import warnings
 from contextlib import contextmanager
@@ -136,15 +137,20 @@ class FunctionInfo:
 # keys itself. Safe by default: new code that reads `f.calls` only makes
 # more functions observed, which costs reuse, never correctness.
 
-_observed: set | None = None
+class _Observing(threading.local):
+    seen: set | None = None  # per thread: two analyses in two threads keep apart
+
+
+_observing = _Observing()
 
 
 class _TrackedCalls:
     def __get__(self, f, owner=None):
         if f is None:
             return self
-        if _observed is not None:
-            _observed.add(f.qualname)
+        seen = _observing.seen
+        if seen is not None:
+            seen.add(f.qualname)
         return f.__dict__["calls"]
 
     def __set__(self, f, value) -> None:
@@ -163,12 +169,11 @@ def scanned_calls(f: FunctionInfo) -> list:
 @contextmanager
 def observing():
     """Collect the qualified names of the functions whose calls are read in the block."""
-    global _observed
-    prev, _observed = _observed, set()
+    prev, _observing.seen = _observing.seen, set()
     try:
-        yield _observed
+        yield _observing.seen
     finally:
-        _observed = prev
+        _observing.seen = prev
 
 
 @dataclass

@@ -705,3 +705,35 @@ def test_index_packs_are_found_through_the_map_and_pruned(tmp_path, monkeypatch)
     assert len(packs) == 1
     again = cache.Cache(d)
     assert again.get_index(new) == ["new"] and again.get_index(old[7]) is None
+
+
+def test_observing_notes_reads_of_calls_per_thread_and_not_scans():
+    """What the cache's observed set relies on: reading ``f.calls`` notes
+    ``f`` in the innermost ``observing()`` of this thread only; building an
+    index and the scans' ``scanned_calls`` note nothing."""
+    import threading
+
+    from cachelint.index import observing, scanned_calls
+
+    fi = index_source("def f():\n    g()\n\ndef g():\n    pass\n", "m.py", "m", False)
+    f, g = fi.functions
+    seen_there: dict = {}
+
+    def elsewhere():
+        with observing() as s:
+            g.calls
+            seen_there["s"] = set(s)
+
+    with observing() as seen:
+        assert len(scanned_calls(f)) == 1
+        assert seen == set()
+        assert len(f.calls) == 1
+        t = threading.Thread(target=elsewhere)
+        t.start()
+        t.join()
+        with observing() as inner:
+            g.calls
+    assert seen == {"m.f"} and inner == {"m.g"} and seen_there["s"] == {"m.g"}
+    with observing() as seen:
+        index_source("def h():\n    f()\n", "n.py", "n", False)
+    assert seen == set()
