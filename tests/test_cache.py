@@ -258,7 +258,7 @@ def test_an_edited_function_no_walk_follows_keeps_the_findings(project, tmp_path
     base = "from pkg.config import REGISTRY, EngineConfig\n" + RUNNER + DESCRIBE
     runner.write_text(base)
     run(d)
-    edited = base.replace("    text = str(", "    print(len(text or ''))\n    text = str(")
+    edited = base.replace("    text = str(", "    print(len(str(config)))\n    text = str(")
     runner.write_text(edited)
     r = run(d)
     assert r.cache == "remapped"
