@@ -103,7 +103,7 @@ def function_imports(assigns) -> dict:
 def use_keys(func, local_imports: dict, module_imports: dict) -> tuple:
     """The names :meth:`CacheAnalysis._find_uses` looks a call up by among the
     cache sites: its last name and, for a bare name, the last part of what it
-    imports (`from m import probe as measure`, as ``_imported_as``)."""
+    imports (`from m import probe as measure`)."""
     if func[0] == "attr":
         return (func[2],)
     if func[0] != "name":

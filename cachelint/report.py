@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 
 from .callgraph import frequency_rank
@@ -106,21 +105,15 @@ class SourceLines:
 
     def get(self, path: str) -> list[str] | None:
         if path not in self._cache:
-            from .index import read_source
+            from .index import read_source, split_lines
 
             try:
-                # Python's own line breaks only (str.splitlines also splits
-                # at form feeds and other separators Python does not count)
-                lines = _LINE_BREAK.split(read_source(path))
-                if lines and lines[-1] == "":
-                    lines.pop()
-                self._cache[path] = lines
+                self._cache[path] = split_lines(read_source(path), False)  # Python's line breaks only
             except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
                 self._cache[path] = None
         return self._cache[path]
 
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _CONTROL = {c: "\ufffd" for c in range(32) if c != 9}
 _CONTROL.update({127: "\ufffd"})
 MAX_FRAME_LINES = 6
