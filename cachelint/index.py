@@ -983,7 +983,10 @@ def function_reads(lines: list[str], f: FunctionInfo, watch: frozenset) -> list:
     except RecursionError:
         return []
     shift = f.line - (2 if nested else 1)
-    return [(qn, e, line + shift, col, end_line + shift, end_col, *rest) for qn, e, line, col, end_line, end_col, *rest in fi.reads]
+    return [
+        (qn, e, line + shift, col, end_line + shift, end_col, guard, in_loop, stmt_line + shift, *rest)
+        for qn, e, line, col, end_line, end_col, guard, in_loop, stmt_line, *rest in fi.reads
+    ]
 
 
 def _null_byte_position(source: str) -> tuple[int, int]:

@@ -51,8 +51,9 @@ def test_function_reads_are_in_file_coordinates_with_non_ascii_lines():
     f = next(g for g in fi.functions if g.qualname == "runner.Runner.execute_model")
     reads = function_reads(src.splitlines(keepends=True), f, frozenset({"is_encoder_decoder"}))
     whole = index_source(src, "runner.py", "runner", False, watch=frozenset({"is_encoder_decoder"})).reads
-    # the same reads, at the same places, as indexing the whole file with the name watched
-    assert sorted(r[:6] for r in reads) == sorted(r[:6] for r in whole)
+    # the same reads, at the same places, as indexing the whole file with the
+    # name watched: statement lines too (they were the segment's, not the file's)
+    assert sorted(map(repr, reads)) == sorted(map(repr, whole))
     lines = src.splitlines()
     for _qn, _e, line, col, end_line, end_col, *_ in reads:
         assert lines[line - 1][col:end_col] == "self.model_config.is_encoder_decoder"
