@@ -80,7 +80,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from . import __version__
-from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, observing
+from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, observing, readers
 from .model import Applicability, Edit, EditKind, Finding, Fix, Span
 
 FORMAT = 2
@@ -597,14 +597,56 @@ def _unlined(call) -> tuple:
     return _ordered(c)
 
 
-def _edited(old_t: list, new_t: list, observed: set, scan_free):
-    """(old, new) without the calls of the functions whose calls changed,
-    when every such function is unobserved and each call added or removed is
-    scan-free; None otherwise (or no function's calls changed)."""
+# Readers of a function's calls (cachelint.index.readers) for which the cache
+# can tell an added or removed call apart from one they would act on. For
+# each, what the call must not be (see _locally_inert and verify_inert):
+#
+# * the hot-path walk's edges (callgraph): a call that resolves to a function
+#   of the tree that is not @cache'd is an edge;
+# * CL002's scan of hot functions: a call whose names match a catalog entry
+#   (other than declared-pure) is a site;
+# * the fill-once idiom (idioms._slots): ``D.setdefault``, ``D.update`` and
+#   ``D.__setitem__`` fill a memo dict, which changes which other calls of the
+#   function run once;
+# * the config-walk cost (cost.walks_config): ``getattr``/``hasattr`` probes
+#   count, and calls into the tree are followed.
+#
+# A function read by any other reader (purity, hoisting, the catalogued-call
+# reach, ...) is re-analysed when its calls change.
+INERT_READERS = frozenset(
+    {
+        "callgraph:hot_paths.<locals>.targets",
+        "cl002_expensive_call_on_hot_path:ExpensiveCallOnHotPath.check",
+        "idioms:_slots",
+        "cost:CostModel.walks_config",
+    }
+)
+_MEMO_FILLS = frozenset({"setdefault", "update", "__setitem__"})
+_PROBES = frozenset({"getattr", "hasattr"})
+
+
+def _locally_inert(call) -> bool:
+    """What the readers of INERT_READERS decide from an encoded call alone."""
+    func = call[_C_FUNC]
+    if func[0] == "attr" and func[2] in _MEMO_FILLS:
+        return False
+    return not (func[0] == "name" and func[1] in _PROBES)
+
+
+def _edited(old_t: list, new_t: list, observed: dict, scan_free):
+    """(old, new, checks): both without the calls of the functions whose calls
+    changed, when each such function is unobserved, or read only by
+    INERT_READERS, and each call added or removed is scan-free; None
+    otherwise (or no function's calls changed).
+
+    ``checks``: (qualname, encoded calls added or removed, encoded old calls,
+    encoded new calls) of each observed one, whose calls still have to be
+    shown inert against the whole program (:func:`verify_inert`)."""
     new_fns = {f[_FN_QN]: f for f in new_t[_FI_FUNCTIONS]}
     if len(new_fns) != len(new_t[_FI_FUNCTIONS]) or len({f[_FN_QN] for f in old_t[_FI_FUNCTIONS]}) != len(old_t[_FI_FUNCTIONS]):
         return None  # a name defined twice: records would be paired by name alone
     dropped = set()
+    checks = []
     for f in old_t[_FI_FUNCTIONS]:
         g = new_fns.get(f[_FN_QN])
         if g is None:
@@ -612,11 +654,15 @@ def _edited(old_t: list, new_t: list, observed: set, scan_free):
         a, b = [_unlined(c) for c in f[_FN_CALLS]], [_unlined(c) for c in g[_FN_CALLS]]
         if a == b:
             continue
-        if f[_FN_QN] in observed:
-            return None
-        for c in _multiset_difference(a, b, f[_FN_CALLS]) + _multiset_difference(b, a, g[_FN_CALLS]):
+        changed = _multiset_difference(a, b, f[_FN_CALLS]) + _multiset_difference(b, a, g[_FN_CALLS])
+        for c in changed:
             if not scan_free(c, g):
                 return None
+        read_by = observed.get(f[_FN_QN])
+        if read_by is not None:
+            if not set(read_by) <= INERT_READERS or not all(_locally_inert(c) for c in changed):
+                return None
+            checks.append((f[_FN_QN], changed, f[_FN_CALLS], g[_FN_CALLS]))
         dropped.add(f[_FN_QN])
     if not dropped:
         return None
@@ -632,7 +678,97 @@ def _edited(old_t: list, new_t: list, observed: set, scan_free):
         out[_FI_FUNCTIONS] = fns
         return out
 
-    return drop(old_t), drop(new_t)
+    return drop(old_t), drop(new_t), checks
+
+
+def _paired_lines(old_calls: list, new_calls: list) -> dict | None:
+    """old line -> new line for the calls an edit left as they were, paired
+    in order (the longest matching runs); None if a line would move to two."""
+    import difflib
+
+    a = [repr(_unlined(c)) for c in old_calls]
+    b = [repr(_unlined(c)) for c in new_calls]
+    out: dict = {}
+    for i, j, n in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks():
+        for k in range(n):
+            for s in _LINES_CALL:
+                x, y = old_calls[i + k][s], new_calls[j + k][s]
+                if out.setdefault(x, y) != y:
+                    return None
+    return out
+
+
+def verify_inert(analysis, checks: list) -> bool:
+    """Whether each call in ``checks`` (see :func:`_edited`) is one none of
+    INERT_READERS acts on, resolved in the whole program: no edge (it
+    resolves to no function of the tree, or to a @cache'd one) and no
+    catalog entry (other than declared-pure)."""
+    from .callgraph import resolve_call
+    from .catalog import is_cached_function
+    from .index import dotted
+
+    p = analysis.program
+    for qn, changed, _, _ in checks:
+        f = p.functions.get(qn)
+        if f is None:
+            return False
+        ctx = p.context(f)
+        for t in changed:
+            c = CallSite(*t)
+            target = resolve_call(p, f, c)
+            if target is not None and not is_cached_function(target):
+                return False
+            names = p.callee_names(p.canon(c.func, ctx), dotted(c.func))
+            entry = analysis.catalog.match(names)
+            if entry is not None and entry.kind != "declared-pure":
+                return False
+    return True
+
+
+# line slots of a read (cachelint.index.function_reads)
+_LINES_READ = (2, 4, 8)
+
+
+def _same_reads(watch, qualnames: list, new_fi, data: bytes) -> dict | None:
+    """(old line -> new line, {function: its new reads}) for the property
+    reads of the edited hot functions ``qualnames``, when the property stage
+    would find the same reads in their new text, up to line numbers; None
+    otherwise.
+
+    ``watch``: the previous run's (watched names, {function: reads parsed})
+    (:func:`cachelint.properties.hot_property_reads`): a function it did not
+    parse had no ``.name`` for a watched name in its text, so no reads."""
+    from .index import decode_source, function_reads, split_lines
+
+    names, parsed = watch
+    try:
+        lines = split_lines(decode_source(data))
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+    fns = {f.qualname: f for f in new_fi.functions}
+    out: dict = {}
+    moved: dict = {}
+    for qn in qualnames:
+        f = fns.get(qn)
+        if f is None:
+            return None
+        old = parsed.get(qn, [])
+        if old is None:
+            return None  # its file could not be read then
+        body = "".join(lines[f.line - 1 : f.end_line])
+        watched = frozenset(n for n in names if "." + n in body)
+        new = function_reads(lines, f, watched) if watched else []
+        if len(old) != len(new):
+            return None
+        for a, b in zip(old, new):
+            if [x for k, x in enumerate(a) if k not in _LINES_READ] != [x for k, x in enumerate(b) if k not in _LINES_READ]:
+                return None
+            for k in _LINES_READ:
+                if out.setdefault(a[k], b[k]) != b[k]:
+                    return None
+        if qn in parsed:
+            moved[qn] = new
+    return out, moved
 
 
 def _multiset_difference(a: list, b: list, calls: list) -> list:
@@ -787,6 +923,8 @@ def cached_findings(
     """The unsuppressed findings of ``rules`` over ``files`` with ``config``,
     served from ``cache`` when that is provably the same result; how (``hit``:
     nothing changed, ``remapped``: only line shifts in changed files,
+    ``verified``: remapped after checking calls edited in functions the
+    analysis read against the whole program (see :func:`verify_inert`),
     ``partial``: whole-program analysis re-run, some indexes from the cache,
     ``miss``); and the :class:`~cachelint.analysis.Analysis` when one was built
     (always with ``need_analysis``, which skips result reuse).
@@ -830,17 +968,15 @@ def cached_findings(
     try:
         # with a lock, CL003/CL004 also read attribute reads from the sources,
         # which the interface does not cover: no remapping then
+        remapped = None
         if prev is not None and lock == "-":
             try:
                 roots = None if resolve is None else (lambda: [r.pattern for r in resolve().roots])
                 remapped = _remap(files, blobs, hashes, prev, cache, fp, roots)
             except (TypeError, ValueError, IndexError, KeyError):
                 remapped = None
-            if remapped is not None:
-                enc, flags = remapped
-                cache.flush({_index_key(fp, sf, h) for sf, h in zip(files, hashes)})
-                cache.put("results", scope, (hashes, enc, flags, *prev[3:]))
-                return [decode_finding(t) for t, s in zip(enc, flags) if not s], "remapped", None
+            if remapped is not None and not remapped[2]:
+                return _reuse(cache, scope, files, hashes, prev, remapped, fp, "remapped")
 
         indexes: list = [None] * len(files)
         todo = []
@@ -889,17 +1025,38 @@ def cached_findings(
         gc.freeze()  # before the GC is back on (see api.index_files)
         if was_enabled:
             gc.enable()
+    if remapped is not None:
+        # calls edited in functions the analysis read: inert against the
+        # whole program? (a few lookups, where the analysis takes seconds)
+        checked = make_analysis(indexes)
+        try:
+            ok = verify_inert(checked, remapped[2])
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+            ok = False
+        if ok:
+            findings, how, _ = _reuse(cache, scope, files, hashes, prev, remapped, fp, "verified")
+            # returned, not dropped here: freeing the indexes one by one took
+            # 0.1 s of this path on vLLM (the CLI exits without freeing them)
+            return findings, how, checked
     if progress is not None:
         progress.stage("Analysing")
     with observing() as observed:  # whose calls the analysis follows (see _edited)
-        analysis = make_analysis(indexes)
+        analysis = make_analysis(indexes)  # a fresh one: verify_inert filled memos
         raw, flags = run_rules(analysis, rules)
     texts = hot_texts(analysis, files, blobs)
     del blobs
     ca = analysis.__dict__.get("cache_analysis")  # not computed: the scan of uses never ran
     keys = sorted(ca.by_name) if ca is not None else []
-    cache.put("results", scope, (hashes, [encode_finding(f) for f in raw], flags, texts, sorted(observed), keys))
+    entry = (hashes, [encode_finding(f) for f in raw], flags, texts, readers(observed), keys, analysis.property_watch)
+    cache.put("results", scope, entry)
     return [f for f, s in zip(raw, flags) if not s], how, analysis
+
+
+def _reuse(cache: Cache, scope: str, files, hashes, prev, remapped, fp: str, how: str):
+    enc, flags, _, hot, watch = remapped
+    cache.flush({_index_key(fp, sf, h) for sf, h in zip(files, hashes)})
+    cache.put("results", scope, (hashes, enc, flags, hot, prev[4], prev[5], watch))
+    return [decode_finding(t) for t, s in zip(enc, flags) if not s], how, None
 
 
 def _text_digest(lines: list[bytes], line: int, end_line: int) -> str:
@@ -989,17 +1146,21 @@ def _unseen(inert: list, blobs: list, old_findings: list, root_patterns: list) -
 
 
 def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
-    """The previous findings moved to the changed files' new lines, or None
-    when a changed file's interface changed (beyond inert functions added or
-    removed: see :func:`inert_difference`) or a finding names a changed file.
+    """The previous findings moved to the changed files' new lines, as
+    (findings, flags, checks, hot texts, property reads), or None when a changed file's
+    interface changed (beyond inert functions added or removed, see
+    :func:`inert_difference`, and calls edited, see :func:`_edited`) or a
+    finding names a changed file.
 
-    ``roots()``: the hot-root globs (the resolved configuration's); without
-    it, any change of an interface is a change."""
+    ``checks``: calls edited in functions the analysis read, still to be
+    shown inert against the whole program (:func:`verify_inert`) before the
+    findings may be used. ``roots()``: the hot-root globs (the resolved
+    configuration's); without it, any change of an interface is a change."""
     from .api import _suppressed
     from .index import index_bytes
 
-    old_hashes, old_findings, old_flags, hot, observed, site_keys = prev
-    observed, site_keys = set(observed), set(site_keys)
+    old_hashes, old_findings, old_flags, hot, observed, site_keys, watch = prev
+    site_keys = set(site_keys)
     if len(old_hashes) != len(hashes):
         return None
     changed = [i for i, (a, b) in enumerate(zip(old_hashes, hashes)) if a != b]
@@ -1007,6 +1168,8 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
         return None
     info = {}
     inert: list = []  # (encoded function, added?) across the changed files
+    checks: list = []
+    hot = dict(hot)
     for i in changed:
         sf = files[i]
         if blobs[i] is None or old_hashes[i].startswith("!"):
@@ -1020,14 +1183,15 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
             new_t = encode_index(index_bytes(blobs[i], sf.path, sf.module, sf.is_package))
             cache.add_index(key, marshal.dumps(new_t))
         old_i, new_i = old_t, new_t
+        edited: list = []  # checks of this file
         if interface(old_t) != interface(new_t):
             if roots is None:
                 return None
             scan_free = _scanner(site_keys, new_t[_FI_IMPORTS])
-            # the calls of unobserved functions edited? (see _edited)
-            edited = _edited(old_i, new_i, observed, scan_free)
-            if edited is not None:
-                old_i, new_i = edited
+            # the calls of functions edited? (see _edited)
+            e = _edited(old_i, new_i, observed, scan_free)
+            if e is not None:
+                old_i, new_i, edited = e
             # inert functions added or removed? (see inert_difference)
             diff = inert_difference(old_i, new_i, scan_free)
             if diff is not None:
@@ -1037,34 +1201,68 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
             if interface(old_i) != interface(new_i):
                 return None
         linemap = dict(zip(index_lines(old_i), index_lines(new_i)))
+        edited_qns = {qn for qn, _, _, _ in edited}
+        for _, _, old_calls, new_calls in edited:
+            pairs = _paired_lines(old_calls, new_calls)
+            if pairs is None:
+                return None
+            for a, b in pairs.items():
+                if linemap.setdefault(a, b) != b:
+                    return None
+        checks.extend(edited)
         new_fi = decode_index(new_t)
         if sf.path in hot:
-            if not _same_hot_texts(hot[sf.path], new_fi, blobs[i]):
+            hot_here = [(qn, d) for qn, d in hot[sf.path] if qn not in edited_qns]
+            if not _same_hot_texts(hot_here, new_fi, blobs[i]):
                 return None
             # the same text, moved as a whole: every line of it moves alike
             # (a finding on a property read sits on a line the index may not have)
             old_spans = {f[_FN_QN]: (f[_LINES_FN[0]], f[_LINES_FN[1]]) for f in old_t[_FI_FUNCTIONS]}
             new_lines = {f.qualname: f.line for f in new_fi.functions}
-            for qn, _ in hot[sf.path]:
+            for qn, _ in hot_here:
                 a, b = old_spans.get(qn, (0, -1))
                 shift = new_lines.get(qn, a) - a
                 for line in range(a, b + 1):
                     linemap.setdefault(line, line + shift)
-        info[sf.path] = (linemap, new_fi, sf.module)
+            edited_hot = [qn for qn, _ in hot[sf.path] if qn in edited_qns]
+            if edited_hot and watch is not None:
+                # an edited hot function's text: the property stage must find
+                # the same reads in it, moved (see _same_reads)
+                moved = _same_reads(watch, edited_hot, new_fi, blobs[i])
+                if moved is None:
+                    return None
+                pairs, reads = moved
+                watch = (watch[0], {**watch[1], **reads})  # at their new lines, for the next run
+                for a, b in pairs.items():
+                    if linemap.setdefault(a, b) != b:
+                        return None
+            byte_lines = _byte_lines(blobs[i])
+            fns = {f.qualname: f for f in new_fi.functions}
+            hot[sf.path] = [
+                (qn, _text_digest(byte_lines, fns[qn].line, fns[qn].end_line)) if qn in fns else (qn, d)
+                for qn, d in hot[sf.path]
+            ]
+        info[sf.path] = (linemap, new_fi, sf.module, edited_qns)
     if inert and not _unseen(inert, blobs, old_findings, roots()):
         return None
     enc, flags = [], []
     for t, flag in zip(old_findings, old_flags):
         texts = text_of(t)
-        for path, (_, _, module) in info.items():
+        for path, (_, _, module, _) in info.items():
             if any(mentions(x, path, module) for x in texts):
                 return None
         if t[1] in info:
-            linemap, fi, _ = info[t[1]]
+            linemap, fi, _, edited_qns = info[t[1]]
+            if t[4] in edited_qns and t[0] != "CL001":
+                # CL002's hoisting reads more of a function's text than the
+                # sites (is it a generator?): an edited one's sites are redone.
+                # CL001 judges a use by its call, guard and the function's
+                # assignments, all unchanged up to lines.
+                return None
             t = remap_finding(t, linemap)
             if t is None:
                 return None
             flag = _suppressed(decode_finding(t), fi)
         enc.append(t)
         flags.append(bool(flag))
-    return enc, flags
+    return enc, flags, checks, hot, watch

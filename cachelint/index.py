@@ -32,6 +32,7 @@ import io
 import os
 import re
 import stat
+import sys
 import threading
 import tokenize
 import warnings
@@ -136,9 +137,16 @@ class FunctionInfo:
 # instead, and the cache checks an edited function's calls against those
 # keys itself. Safe by default: new code that reads `f.calls` only makes
 # more functions observed, which costs reuse, never correctness.
+#
+# Each note also names the reader: the code that took the list from the
+# attribute (see `readers`). For a few readers the cache knows what an added
+# call would have to be for them to see it (cachelint.cache.INERT_READERS);
+# a function read by any other reader is re-analysed when its calls change.
 
 class _Observing(threading.local):
-    seen: set | None = None  # per thread: two analyses in two threads keep apart
+    # qualname -> code objects that read its calls; per thread: two analyses
+    # in two threads keep apart
+    seen: dict | None = None
 
 
 _observing = _Observing()
@@ -150,7 +158,12 @@ class _TrackedCalls:
             return self
         seen = _observing.seen
         if seen is not None:
-            seen.add(f.qualname)
+            code = sys._getframe(1).f_code
+            codes = seen.get(f.qualname)
+            if codes is None:
+                seen[f.qualname] = {code}
+            else:
+                codes.add(code)
         return f.__dict__["calls"]
 
     def __set__(self, f, value) -> None:
@@ -168,12 +181,23 @@ def scanned_calls(f: FunctionInfo) -> list:
 
 @contextmanager
 def observing():
-    """Collect the qualified names of the functions whose calls are read in the block."""
-    prev, _observing.seen = _observing.seen, set()
+    """Collect the functions whose calls are read in the block: a dict of
+    qualified name -> the code objects that read them (see :func:`readers`)."""
+    prev, _observing.seen = _observing.seen, {}
     try:
         yield _observing.seen
     finally:
         _observing.seen = prev
+
+
+def reader_tag(code) -> str:
+    """``module:qualname`` of a code object, e.g. ``callgraph:hot_paths.<locals>.targets``."""
+    return f"{os.path.splitext(os.path.basename(code.co_filename))[0]}:{code.co_qualname}"
+
+
+def readers(seen: dict) -> dict[str, list[str]]:
+    """qualname -> sorted reader tags, from what :func:`observing` collected."""
+    return {qn: sorted({reader_tag(c) for c in codes}) for qn, codes in seen.items()}
 
 
 @dataclass

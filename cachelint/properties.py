@@ -58,16 +58,24 @@ def expensive_properties(program: Program, costs: CostModel) -> dict[str, list[t
     return out
 
 
-def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[FunctionInfo, CallSite]]:
+def hot_property_reads(
+    program: Program, hot: HotPaths, names, parsed: dict | None = None
+) -> list[tuple[FunctionInfo, CallSite]]:
     """Reads of ``names`` in hot functions, as (function, CallSite with ``is_read``).
 
     Only the hot functions whose own lines contain ``.name`` for one of the
     names are parsed again, each alone (:func:`~cachelint.index.function_reads`);
-    the rest of the tree is not touched.
+    the rest of the tree is not touched. ``parsed`` receives qualified name ->
+    what :func:`~cachelint.index.function_reads` returned, for each function
+    parsed, and None for the hot functions of files that could not be read:
+    every other hot function's text has no ``.name`` (the cache relies on
+    it to keep findings across an edit of a hot function).
     """
     names = frozenset(names)
     if not names:
         return []
+    if parsed is None:
+        parsed = {}
     hot_files: dict[str, list[FunctionInfo]] = {}
     for qn in hot.chains:
         f = program.functions.get(qn)
@@ -78,12 +86,15 @@ def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[Fun
     out: list[tuple[FunctionInfo, CallSite]] = []
     for path in sorted(hot_files):
         fi = program.modules_by_path.get(path)
+        unread = dict.fromkeys(f.qualname for f in hot_files[path])
         if fi is None or fi.error:
+            parsed.update(unread)
             continue
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
         except OSError:
+            parsed.update(unread)
             continue
         in_file = [n for n in names if encoded[n] in data]
         if not in_file:
@@ -91,8 +102,10 @@ def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[Fun
         try:
             source = decode_source(data)
         except (SyntaxError, UnicodeDecodeError, LookupError):
+            parsed.update(unread)
             continue
         if fi.digest and fi.digest != source_digest(source):
+            parsed.update(unread)
             continue  # changed since it was indexed: positions would not match
         lines = split_lines(source)
         seen: set = set()
@@ -101,7 +114,8 @@ def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[Fun
             watch = frozenset(n for n in in_file if needles[n] in body)
             if not watch:
                 continue
-            for qn, expr, line, col, end_line, end_col, guard, in_loop, stmt_line, in_handler, is_callee in function_reads(lines, f, watch):
+            reads = parsed[f.qualname] = function_reads(lines, f, watch)
+            for qn, expr, line, col, end_line, end_col, guard, in_loop, stmt_line, in_handler, is_callee in reads:
                 g = program.functions.get(qn)
                 if g is None or g.qualname not in hot.chains or is_callee or (line, col) in seen:
                     continue  # `x.prop(...)` calls what the property returns: CL002 sees the call

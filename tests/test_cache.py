@@ -262,9 +262,13 @@ def test_an_edited_function_no_walk_follows_keeps_the_findings(project, tmp_path
     runner.write_text(edited)
     r = run(d)
     assert r.cache == "remapped"
-    # the same kind of edit in the hot function: the walks read its calls
+    # the same kind of edit in the hot function: the walks read its calls, but
+    # only walks that cannot see a call resolving nowhere (see the tests below)
     runner.write_text(edited.replace("        return probe(", "        self.model_config.check()\n        return probe("))
-    assert run(d).cache == "partial"  # a hot function's calls: the walks read them
+    assert run(d).cache == "verified"
+    # one that resolves to a function of the tree: an edge of the hot paths
+    runner.write_text(edited.replace("        return probe(", "        describe(self.model_config)\n        return probe("))
+    assert run(d).cache == "partial"
     runner.write_text(edited)
     run(d)
     runner.write_text(base)  # and removed again
@@ -274,6 +278,153 @@ def test_an_edited_function_no_walk_follows_keeps_the_findings(project, tmp_path
     r = run(d)
     assert r.cache == "partial"
     assert ("CL001", "pkg/runner.py", 15) in _where(r)
+
+
+HOT_PYPROJECT = PYPROJECT.replace(
+    "expensive-calls = [\n",
+    'expensive-calls = [\n    {pattern = "os.listdir", kind = "io", why = "reads a directory"},\n',
+)
+
+HOT_RUNNER = """
+import os
+
+from pkg.config import REGISTRY, EngineConfig
+from pkg.helpers import probe
+
+
+class Settings:
+    @property
+    def limit(self) -> int:
+        return REGISTRY.max_len(self)
+
+
+def cold_probe(model_config):
+    return REGISTRY.max_len(model_config)
+
+
+class Runner:
+    def __init__(self, config: EngineConfig, settings: Settings):
+        self.config = config
+        self.settings = settings
+        self.memo = {}
+
+    def step(self, other):
+        first = probe(self.config.model_config)
+        n = REGISTRY.max_len(self.config.model_config)
+        return first, n, other.limit
+"""
+
+
+def _in_step(r) -> list:
+    return sorted((f.code, f.span.line, f.span.column) for f in r.findings if f.function == "pkg.runner.Runner.step")
+
+
+def test_an_edit_of_a_hot_function_is_verified_against_the_whole_program(project, tmp_path, monkeypatch):
+    """A call added to a hot function that resolves to no function of the
+    tree and matches no catalog entry changes no finding: the findings are
+    moved (a CL001 use in the edited function too; the property stage finds
+    the same read of a watched name, moved) after checking the call against
+    the whole program, and equal a fresh run. A call that is an edge, a
+    catalog match, a memo fill, or a new property read re-runs the analysis,
+    and each that adds a finding adds it; so does any edit of a hot function
+    with a CL002 finding (hoisting reads its text)."""
+    (project / "pyproject.toml").write_text(HOT_PYPROJECT)
+    runner = project / "pkg" / "runner.py"
+    runner.write_text(HOT_RUNNER)
+    d = tmp_path / "cache"
+    base = run(d)
+    before = _in_step(base)
+    assert [c for c, _, _ in before] == ["CL001"]  # a use of the fill in config.py
+
+    def edit(statement: str, text: str = HOT_RUNNER) -> str:
+        edited = text.replace("        first = probe(", f"        {statement}\n        first = probe(")
+        runner.write_text(edited)
+        return edited
+
+    one = edit('print("step")')
+    r = run(d)
+    assert r.cache == "verified"
+    assert _in_step(r) == [(c, line + 1, col) for c, line, col in before]  # moved with the text
+    edit('print("again")', one)  # a second edit: the recorded lines are the moved ones
+    r = run(d)
+    assert r.cache == "verified"
+    assert _in_step(r) == [(c, line + 2, col) for c, line, col in before]
+    runner.write_text(HOT_RUNNER)
+    assert run(d).cache == "verified"  # removed again
+
+    # an edge: cold_probe becomes hot, and its catalogued call a CL002 finding
+    edit("cold_probe(self.config.model_config)")
+    r = run(d)
+    assert r.cache == "partial" and any(f.function == "pkg.runner.cold_probe" for f in r.findings)
+    runner.write_text(HOT_RUNNER)
+    run(d)
+    # a catalogued call the tree does not define: a CL002 finding in step
+    edit('print(os.listdir("."))')
+    r = run(d)
+    assert r.cache == "partial" and len(_in_step(r)) == len(before) + 1
+    runner.write_text(HOT_RUNNER)
+    run(d)
+    # a memo fill: which other calls run once may change
+    edit("self.memo.setdefault(0, 0)")
+    assert run(d).cache == "partial"
+    runner.write_text(HOT_RUNNER)
+    run(d)
+    # a read of the expensive property: the property stage finds more
+    edit("print(self.settings.limit)")
+    r = run(d)
+    assert r.cache == "partial"
+    assert [f.code for f in r.findings if f.data.get("property_read")] == ["CL002"]
+    runner.write_text(HOT_RUNNER)
+    run(d)
+    # a hot function with a CL002 finding (probe's catalogued call)
+    helpers = project / "pkg" / "helpers.py"
+    helpers.write_text(HELPERS.replace("    return REGISTRY", '    print("probe")\n    return REGISTRY'))
+    assert run(d).cache == "partial"
+    helpers.write_text(HELPERS)
+    run(d)
+
+    # both checks carry weight: without the whole-program one the edge is
+    # missed (the cached run differs from the fresh one); with no reader
+    # known inert, the harmless edit re-runs the analysis
+    with monkeypatch.context() as m:
+        m.setattr(cache, "verify_inert", lambda analysis, checks: True)
+        edit("cold_probe(self.config.model_config)")
+        with pytest.raises(AssertionError):
+            run(d)
+    runner.write_text(HOT_RUNNER)
+    run(d)
+    with monkeypatch.context() as m:
+        m.setattr(cache, "INERT_READERS", frozenset())
+        edit('print("step")')
+        assert run(d).cache == "partial"
+
+
+def test_the_inert_readers_name_code_that_reads_calls(project, tmp_path):
+    """INERT_READERS names readers as ``index.readers`` tags them: each must
+    be a function of cachelint that still exists (a renamed one would
+    silently turn reuse off), and a run over the test project notes them."""
+    import importlib
+
+    for tag in cache.INERT_READERS:
+        module, qualname = tag.split(":")
+        obj = importlib.import_module(f"cachelint.{module}" if not module.startswith("cl0") else f"cachelint.rules.{module}")
+        parts = qualname.split(".")
+        if "<locals>" in parts:
+            parts = parts[: parts.index("<locals>")]
+        for part in parts:
+            obj = getattr(obj, part)
+        assert callable(obj), tag
+    from cachelint.index import observing, readers
+    from cachelint.rules import select_rules
+
+    (project / "pyproject.toml").write_text(HOT_PYPROJECT)
+    (project / "pkg" / "runner.py").write_text(HOT_RUNNER)
+    config = _config()
+    with observing() as seen:
+        analysis, _ = api.analyse(["."], config, jobs=1)
+        api.run_rules(analysis, select_rules(config.select, config.ignore))
+    tags = {t for ts in readers(seen).values() for t in ts}
+    assert {"callgraph:hot_paths.<locals>.targets", "cl002_expensive_call_on_hot_path:ExpensiveCallOnHotPath.check"} <= tags
 
 
 WALKED_CONFIG = CONFIG.replace("class Registry:", "class Registry:\n    def rebuild(self, settings):\n        ...\n") + """
@@ -610,11 +761,12 @@ def test_edits_of_functions_no_walk_follows_equal_fresh_runs_on_vllm(tmp_path):
     walk of the analysis read (moved when no finding names the file), a call
     by a cache site's callee name (re-analysed: a use), and a call added to
     a hot function and to one off the hot paths that a walk read (both
-    re-analysed)."""
+    re-analysed), and a call that resolves nowhere added to hot functions
+    whose readers are all INERT_READERS (verified, at least once)."""
     import random
     import shutil
 
-    from cachelint.index import observing
+    from cachelint.index import observing, readers
     from cachelint.rules import select_rules
 
     from .vllm_source import vllm_source
@@ -665,6 +817,13 @@ def test_edits_of_functions_no_walk_follows_equal_fresh_runs_on_vllm(tmp_path):
     assert edit(hot, "torch.cuda.get_device_capability()") == "partial"
     # off the hot paths, but a cost, purity or hoisting walk read its calls
     assert edit(sorted(walked), "torch.cuda.get_device_capability()") == "partial"
+    # hot, read only by readers that cannot see a call resolving nowhere
+    tags = readers(observed)
+    inert_hot = [qn for qn in hot if set(tags[qn]) <= cache.INERT_READERS]
+    assert inert_hot
+    rng.shuffle(inert_hot)
+    statuses = [edit(inert_hot[k::3], "_cachelint_unknown.note()") for k in range(3)]
+    assert "verified" in statuses, statuses
 
 
 def test_fix_builds_the_analysis_and_a_lock_turns_remapping_off(project, tmp_path):
@@ -713,7 +872,7 @@ def test_observing_notes_reads_of_calls_per_thread_and_not_scans():
     index and the scans' ``scanned_calls`` note nothing."""
     import threading
 
-    from cachelint.index import observing, scanned_calls
+    from cachelint.index import observing, readers, scanned_calls
 
     fi = index_source("def f():\n    g()\n\ndef g():\n    pass\n", "m.py", "m", False)
     f, g = fi.functions
@@ -724,16 +883,21 @@ def test_observing_notes_reads_of_calls_per_thread_and_not_scans():
             assert g.calls == []
             seen_there["s"] = set(s)
 
+    def reader_of_calls(fn):
+        return len(fn.calls)
+
     with observing() as seen:
         assert len(scanned_calls(f)) == 1
-        assert seen == set()
-        assert len(f.calls) == 1
+        assert seen == {}
+        assert reader_of_calls(f) == 1
         t = threading.Thread(target=elsewhere)
         t.start()
         t.join()
         with observing() as inner:
             assert g.calls == []
-    assert seen == {"m.f"} and inner == {"m.g"} and seen_there["s"] == {"m.g"}
+    assert set(seen) == {"m.f"} and set(inner) == {"m.g"} and seen_there["s"] == {"m.g"}
+    # each note names the code that read the calls (what INERT_READERS lists)
+    assert readers(seen) == {"m.f": ["test_cache:test_observing_notes_reads_of_calls_per_thread_and_not_scans.<locals>.reader_of_calls"]}
     with observing() as seen:
         index_source("def h():\n    f()\n", "n.py", "n", False)
-    assert seen == set()
+    assert seen == {}
