@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import marshal
 import os
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -95,12 +96,18 @@ def _index_chunk(chunk: list[SourceFile], progress: Progress | None = None) -> l
         return out
 
 
-def _encoded_chunk(chunk: list[tuple]) -> list[bytes]:
+def _encoded_chunk(chunk: list[tuple], spool: str | None = None) -> list[bytes] | str:
     """Worker: index (data, path, module, is_package) items, return marshalled tuples.
 
     A 20 MB pickle of dataclasses took longer to send back and load than the
     second core saved; marshal of plain tuples is about five times cheaper on
     both ends (see :mod:`cachelint.cache`), and the bytes are cache entries.
+
+    With ``spool`` (a directory), they are written to a file there and its
+    path returned instead: a result sent through the pool's pipe (64 KB at a
+    time) blocks this worker until the parent's result thread reads it, and
+    that thread waits for the GIL while the parent indexes. Workers sat idle
+    0.8 s of a 6.5 s run on vLLM 0.33.0 that way.
     """
     from .cache import encode_index
 
@@ -112,7 +119,23 @@ def _encoded_chunk(chunk: list[tuple]) -> list[bytes]:
             else:
                 fi = index_bytes(data, path, module, is_package)
             out.append(marshal.dumps(encode_index(fi)))
+    if spool is None:
         return out
+    fd, name = tempfile.mkstemp(dir=spool, prefix="chunk-")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(marshal.dumps(out))
+    return name
+
+
+def _chunk_result(result) -> list[bytes]:
+    """What :func:`_encoded_chunk` returned: the marshalled indexes."""
+    if isinstance(result, list):
+        return result
+    try:
+        with open(result, "rb") as fh:
+            return marshal.loads(fh.read())
+    finally:
+        os.unlink(result)
 
 
 def default_jobs() -> int:
@@ -191,8 +214,13 @@ def index_shared(
     was_enabled = gc.isenabled()
     gc.disable()  # see _index_chunk; decoding allocates as much
     try:
+        spool_dir = tempfile.TemporaryDirectory(prefix="cachelint-")
+    except OSError:  # no temporary directory: through the pipe
+        spool_dir = None
+    spool = spool_dir.name if spool_dir is not None else None
+    try:
         with ProcessPoolExecutor(max_workers=max(1, jobs - 1), mp_context=ctx) as pool:
-            futures = [pool.submit(_encoded_chunk, [items[i] for i in c]) for c in chunks]
+            futures = [pool.submit(_encoded_chunk, [items[i] for i in c], spool) for c in chunks]
             taken = 0  # worker results decoded, from the front
 
             def take(block: bool) -> None:
@@ -206,7 +234,7 @@ def index_shared(
                     taken += 1
                     if fut.cancelled():
                         continue
-                    for i, body in zip(chunk, fut.result()):
+                    for i, body in zip(chunk, _chunk_result(fut.result())):
                         if on_remote is not None:
                             on_remote(i, body)
                         out[i] = decode_index(marshal.loads(body))
@@ -225,9 +253,11 @@ def index_shared(
                     if progress is not None:
                         progress.advance()
             take(block=True)
-    except (OSError, RuntimeError, ImportError, ValueError):  # no multiprocessing here: stay serial
+    except (OSError, RuntimeError, ImportError, ValueError, EOFError):  # no multiprocessing here: stay serial
         return None
     finally:
+        if spool_dir is not None:
+            spool_dir.cleanup()
         if was_enabled:  # see gc_paused
             gc.enable()
     return out

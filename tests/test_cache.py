@@ -579,8 +579,19 @@ def test_parallel_indexing_equals_serial(project, monkeypatch):
     files = discover(["."])
     monkeypatch.setattr(api, "PARALLEL_THRESHOLD", 4)
     serial = api.index_files(files, jobs=1)
+    # workers hand their results over in files of a temporary directory,
+    # removed afterwards (see api._encoded_chunk)
+    import tempfile
+
+    spool = project.parent / "tmp"
+    spool.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
+    spooled = []
+    real = api._chunk_result
+    monkeypatch.setattr(api, "_chunk_result", lambda r: spooled.append(isinstance(r, str)) or real(r))
     parallel = api.index_files(files, jobs=2)
     assert parallel == serial
+    assert spooled and all(spooled) and list(spool.iterdir()) == []
     assert [cache.encode_index(fi) for fi in parallel] == [cache.encode_index(fi) for fi in serial]
     a = api.check(["."], _config(), jobs=1)
     b = api.check(["."], _config(), jobs=2)
