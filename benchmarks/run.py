@@ -32,8 +32,15 @@ that copy:
                 the hot paths (``Scheduler.shutdown``, called elsewhere): the
                 everyday edit; moved when no walk read that function's calls
     edit-hot    after adding a call to the body of the per-step root
-                (``Scheduler.schedule``): the walks read its calls, so the
-                whole-program analysis re-runs on the cached indexes
+                (``Scheduler.schedule``): the walks read its calls, but the
+                call resolves to no function of the tree and matches no
+                catalog entry, which the cache checks against the whole
+                program (loaded from the cache, no stage run) and then
+                moves the findings
+    edit-edge   after adding a call of another method of the class to the
+                same root (``self.has_finished_requests()``): a new edge of
+                the call graph, so the whole-program analysis re-runs on the
+                cached indexes
 
 Every edit scenario changes one file; the edits accumulate over the rounds.
 
@@ -66,7 +73,7 @@ TARGETS = {
     "0.10.2": {
         "cold": (2.0, "x"),
         "warm": (0.5, "s"),
-        **{k: (0.8, "s") for k in ("edit-text", "edit-code", "edit-call", "edit-body", "edit-hot")},
+        **{k: (0.8, "s") for k in ("edit-text", "edit-code", "edit-call", "edit-body", "edit-hot", "edit-edge")},
     },
     "*": {"cold": (2.0, "x")},
 }
@@ -102,9 +109,9 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, str]:
     return wall, usage.ru_maxrss / 1024, stderr
 
 
-def insert_call(path: Path, function: str, r: int) -> None:
-    """Add ``logger.debug(...)`` as the first statement of the method
-    ``function`` in ``path`` (after its docstring)."""
+def insert_call(path: Path, function: str, r: int, statement: str | None = None) -> None:
+    """Add ``statement`` (default ``logger.debug(...)``) as the first
+    statement of the method ``function`` in ``path`` (after its docstring)."""
     import ast
 
     text = path.read_text(encoding="utf-8")
@@ -113,7 +120,8 @@ def insert_call(path: Path, function: str, r: int) -> None:
     )
     body = node.body[1:] if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) else node.body
     lines = text.splitlines(keepends=True)
-    lines.insert(body[0].lineno - 1, " " * body[0].col_offset + f'logger.debug("benchmark round %d", {r})\n')
+    statement = statement or f'logger.debug("benchmark round %d", {r})'
+    lines.insert(body[0].lineno - 1, " " * body[0].col_offset + statement + "\n")
     path.write_text("".join(lines), encoding="utf-8")
 
 
@@ -156,6 +164,7 @@ def bench_version(version: str, rounds: int, ruff: str) -> dict:
             "edit-call": cl,
             "edit-body": cl,
             "edit-hot": cl,
+            "edit-edge": cl,
         }
         results: dict = {k: {"wall": [], "rss": [], "status": [], "load": []} for k in scenarios}
         # one untimed run of each tool: file system cache, .pyc files
@@ -180,6 +189,8 @@ def bench_version(version: str, rounds: int, ruff: str) -> dict:
                     insert_call(edit, "shutdown", r)
                 elif name == "edit-hot":
                     insert_call(edit, "schedule", r)
+                elif name == "edit-edge":
+                    insert_call(edit, "schedule", r, "self.has_finished_requests()")
                 load = os.getloadavg()[0]
                 wall, rss, stderr = timed(cmd, work, env)
                 res = results[name]

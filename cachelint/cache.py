@@ -54,10 +54,17 @@ them only when
   one) are re-run here on the added and removed calls (see
   :func:`_edited`). An edit of a function off the hot paths, most edits of a
   large tree, is this case.
+* or such calls changed in functions the walks did read, but only walks
+  that cannot see a call that resolves to no function of the tree and
+  matches no catalog entry (INERT_READERS); the added and removed calls
+  are resolved against the whole program, loaded from the cache without
+  running any stage (:func:`verify_inert`), and an edited hot function's
+  text must give the property stage the same reads (:func:`_same_reads`).
 
-Each of these ways also requires the text of every hot function in a changed file to
-be unchanged (moved as a whole): the property stage parses hot functions'
-text again for attribute reads, which no index keeps (see :func:`hot_texts`).
+Each of these ways also requires the text of every other hot function in a
+changed file to be unchanged (moved as a whole): the property stage parses hot
+functions' text again for attribute reads, which no index keeps (see
+:func:`hot_texts`).
 
 In every other case the whole-program analysis runs again on the cached
 indexes, re-indexing only the changed files.
