@@ -980,7 +980,7 @@ def cached_findings(
             try:
                 roots = None if resolve is None else (lambda: [r.pattern for r in resolve().roots])
                 remapped = _remap(files, blobs, hashes, prev, cache, fp, roots)
-            except (TypeError, ValueError, IndexError, KeyError):
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError):  # an entry of another shape
                 remapped = None
             if remapped is not None and not remapped[2]:
                 return _reuse(cache, scope, files, hashes, prev, remapped, fp, "remapped")
