@@ -15,7 +15,6 @@ import gc
 import marshal
 import os
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,6 +197,7 @@ def index_shared(
     (e.g. to store it in the cache).
     """
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor  # here: 15 ms of start-up a cached run does not need
 
     from .cache import decode_index
 
