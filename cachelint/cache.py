@@ -10,7 +10,10 @@ Two kinds of entries live under the cache directory (default
     as ``marshal`` of plain tuples (about ten times faster to load than
     pickled dataclasses, and how the indexing workers send their results
     back), in packs of about 4 MB, found through a pack map (creating a file
-    per entry cost 2.4 s of a cold run here).
+    per entry cost 2.4 s of a cold run here). Each function's calls are
+    marshalled apart, and a loaded index keeps them as bytes until they are
+    read (about half of what loading costs, which a run that resolves a few
+    calls against the whole program does not need).
 
 ``results/``
     One entry per *scope*: the tool fingerprint, the configuration, the lock
@@ -340,7 +343,8 @@ _get_assign = attrgetter(*_names(Assign))
 _get_call = attrgetter(*_names(CallSite))
 _get_class = attrgetter(*_names(ClassInfo))
 _FN = _names(FunctionInfo)
-_get_fn = attrgetter(*_FN)
+# every field but the calls (read from __dict__ by _enc_fn, as loaded)
+_get_fn = attrgetter(*(n if n != "calls" else "qualname" for n in _FN))
 _FN_PARAMS, _FN_ASSIGNS, _FN_CALLS = _FN.index("params"), _FN.index("assigns"), _FN.index("calls")
 _FI = _names(FileIndex)
 _get_fi = attrgetter(*_FI)
@@ -352,7 +356,10 @@ def _enc_fn(f: FunctionInfo) -> list:
     t = list(_get_fn(f))
     t[_FN_PARAMS] = [_get_param(p) for p in f.params]
     t[_FN_ASSIGNS] = [_get_assign(a) for a in f.assigns]
-    t[_FN_CALLS] = [_get_call(c) for c in f.calls]
+    calls = f.__dict__["calls"]  # not f.calls: encoding reads nothing for the analysis
+    # marshalled apart: loading an index leaves them as bytes until they are
+    # read (index._unpack_calls); the cache's own checks use _expanded
+    t[_FN_CALLS] = calls if type(calls) is bytes else marshal.dumps([_get_call(c) for c in calls])
     return t
 
 
@@ -368,7 +375,8 @@ def encode_index(fi: FileIndex) -> list:
 def _dec_fn(t: list) -> FunctionInfo:
     t[_FN_PARAMS] = [Param(*p) for p in t[_FN_PARAMS]]
     t[_FN_ASSIGNS] = [Assign(*a) for a in t[_FN_ASSIGNS]]
-    t[_FN_CALLS] = [CallSite(*c) for c in t[_FN_CALLS]]
+    if type(t[_FN_CALLS]) is not bytes:  # expanded (see _expanded)
+        t[_FN_CALLS] = [CallSite(*c) for c in t[_FN_CALLS]]
     return FunctionInfo(*t)
 
 
@@ -379,6 +387,20 @@ def decode_index(t: list) -> FileIndex:
     t[_FI_CALLS] = [CallSite(*c) for c in t[_FI_CALLS]]
     t[_FI_ASSIGNS] = [Assign(*a) for a in t[_FI_ASSIGNS]]
     return FileIndex(*t)
+
+
+def _expanded(t: list) -> list:
+    """An encoded index with each function's calls as a list of tuples, as the
+    checks below read them (stored, they are marshalled bytes: see _enc_fn)."""
+    out = list(t)
+    fns = []
+    for f in t[_FI_FUNCTIONS]:
+        if type(f[_FN_CALLS]) is bytes:
+            f = list(f)
+            f[_FN_CALLS] = marshal.loads(f[_FN_CALLS])
+        fns.append(f)
+    out[_FI_FUNCTIONS] = fns
+    return out
 
 
 # line-number slots, per record kind (columns are kept as they are)
@@ -392,7 +414,7 @@ _FI_DROPPED = tuple(_FI.index(n) for n in ("suppressions", "n_lines", "digest") 
 
 
 def _records(t: list):
-    """(record, line slots) for every positioned record of an encoded index."""
+    """(record, line slots) for every positioned record of an (expanded) encoded index."""
     for c in t[_FI_CLASSES]:
         yield c, _LINES_CLASS
     for f in t[_FI_FUNCTIONS]:
@@ -409,6 +431,7 @@ def _records(t: list):
 
 def index_lines(t: list) -> list[int]:
     """The sorted distinct line numbers an encoded index mentions."""
+    t = _expanded(t)
     lines = set()
     for rec, slots in _records(t):
         for s in slots:
@@ -437,6 +460,7 @@ def interface(t: list):
     source digest.
     Compare with ``==``.
     """
+    t = _expanded(t)
     rank = {line: i for i, line in enumerate(index_lines(t))}
 
     def ranked(rec, slots):
@@ -1189,6 +1213,8 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
         if new_t is None:
             new_t = encode_index(index_bytes(blobs[i], sf.path, sf.module, sf.is_package))
             cache.add_index(key, marshal.dumps(new_t))
+        new_fi = decode_index(new_t)
+        old_t, new_t = _expanded(old_t), _expanded(new_t)
         old_i, new_i = old_t, new_t
         edited: list = []  # checks of this file
         if interface(old_t) != interface(new_t):
@@ -1217,7 +1243,6 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
                 if linemap.setdefault(a, b) != b:
                     return None
         checks.extend(edited)
-        new_fi = decode_index(new_t)
         if sf.path in hot:
             hot_here = [(qn, d) for qn, d in hot[sf.path] if qn not in edited_qns]
             if not _same_hot_texts(hot_here, new_fi, blobs[i]):

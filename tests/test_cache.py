@@ -592,7 +592,9 @@ def test_parallel_indexing_equals_serial(project, monkeypatch):
     parallel = api.index_files(files, jobs=2)
     assert parallel == serial
     assert spooled and all(spooled) and list(spool.iterdir()) == []
-    assert [cache.encode_index(fi) for fi in parallel] == [cache.encode_index(fi) for fi in serial]
+    assert [cache._expanded(cache.encode_index(fi)) for fi in parallel] == [
+        cache._expanded(cache.encode_index(fi)) for fi in serial
+    ]
     a = api.check(["."], _config(), jobs=1)
     b = api.check(["."], _config(), jobs=2)
     assert _key(a.findings) == _key(b.findings) and a.findings
@@ -875,6 +877,33 @@ def test_index_packs_are_found_through_the_map_and_pruned(tmp_path, monkeypatch)
     assert len(packs) == 1
     again = cache.Cache(d)
     assert again.get_index(new) == ["new"] and again.get_index(old[7]) is None
+
+
+def test_loaded_calls_stay_marshalled_until_read():
+    """An index loaded from the cache keeps each function's calls as the
+    bytes they were stored as until something reads them (the verified path
+    loads every index and reads a handful): reading gives the same CallSites,
+    through the observed descriptor or the scans' accessor, and encoding an
+    index that was never read gives back the stored bytes."""
+    from cachelint.index import observing, scanned_calls
+
+    src = "def f(x):\n    g(x)\n    return h(x, k=1)\n\ndef g(x):\n    pass\n"
+    fi = index_source(src, "m.py", "m", False)
+    stored = marshal.dumps(cache.encode_index(fi))
+    loaded = cache.decode_index(marshal.loads(stored))
+    f, g = loaded.functions
+    assert type(f.__dict__["calls"]) is bytes and type(g.__dict__["calls"]) is bytes
+    again = cache.encode_index(loaded)  # the stored bytes, nothing unpacked to re-encode
+    assert [h[cache._FN_CALLS] for h in again[cache._FI_FUNCTIONS]] == [f.__dict__["calls"], g.__dict__["calls"]]
+    assert type(f.__dict__["calls"]) is bytes
+    assert again == marshal.loads(stored)
+    with observing() as seen:
+        assert f.calls == fi.functions[0].calls and len(f.calls) == 2
+    assert set(seen) == {"m.f"}
+    assert scanned_calls(g) == [] and type(g.__dict__["calls"]) is list
+    assert loaded == fi
+    # unpacked and encoded again: the same calls (marshal bytes are no canonical form)
+    assert cache._expanded(cache.encode_index(loaded)) == cache._expanded(marshal.loads(stored))
 
 
 def test_observing_notes_reads_of_calls_per_thread_and_not_scans():
