@@ -372,18 +372,25 @@ def encode_index(fi: FileIndex) -> list:
     return t
 
 
-def _dec_fn(t: list) -> FunctionInfo:
+def _dec_fn(t: list, unpack: bool = False) -> FunctionInfo:
     t[_FN_PARAMS] = [Param(*p) for p in t[_FN_PARAMS]]
     t[_FN_ASSIGNS] = [Assign(*a) for a in t[_FN_ASSIGNS]]
-    if type(t[_FN_CALLS]) is not bytes:  # expanded (see _expanded)
-        t[_FN_CALLS] = [CallSite(*c) for c in t[_FN_CALLS]]
+    calls = t[_FN_CALLS]
+    if type(calls) is not bytes:  # expanded (see _expanded)
+        t[_FN_CALLS] = [CallSite(*c) for c in calls]
+    elif unpack:
+        t[_FN_CALLS] = [CallSite(*c) for c in marshal.loads(calls)]
     return FunctionInfo(*t)
 
 
-def decode_index(t: list) -> FileIndex:
+def decode_index(t: list, unpack_calls: bool = False) -> FileIndex:
+    """The FileIndex of an encoded one. Its functions' calls stay marshalled
+    until read (see _enc_fn), unless ``unpack_calls``: the indexing pool's
+    results are all read by the analysis that follows, and unpacking them
+    while the workers still run keeps that work off the serial part."""
     t = list(t)
     t[_FI_CLASSES] = [ClassInfo(*c) for c in t[_FI_CLASSES]]
-    t[_FI_FUNCTIONS] = [_dec_fn(list(f)) for f in t[_FI_FUNCTIONS]]
+    t[_FI_FUNCTIONS] = [_dec_fn(list(f), unpack_calls) for f in t[_FI_FUNCTIONS]]
     t[_FI_CALLS] = [CallSite(*c) for c in t[_FI_CALLS]]
     t[_FI_ASSIGNS] = [Assign(*a) for a in t[_FI_ASSIGNS]]
     return FileIndex(*t)
