@@ -193,7 +193,8 @@ def index_shared(
     can cancel them before a worker starts them (work stealing with the
     standard library). Workers send back marshalled tuples, not pickled
     dataclasses: a 20 MB pickle took longer to send and load than the second
-    core saved. ``on_local(i, fi)`` / ``on_remote(i, body)`` see each result
+    core saved; and in files of a temporary directory, not through the pool's
+    pipe (see :func:`_encoded_chunk`). ``on_local(i, fi)`` / ``on_remote(i, body)`` see each result
     (e.g. to store it in the cache).
     """
     import multiprocessing
@@ -211,13 +212,13 @@ def index_shared(
     chunks = [c for c in (order[k::n_chunks] for k in range(n_chunks)) if c]
     out: list = [None] * len(items)
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    was_enabled = gc.isenabled()
-    gc.disable()  # see _index_chunk; decoding allocates as much
     try:
         spool_dir = tempfile.TemporaryDirectory(prefix="cachelint-")
     except OSError:  # no temporary directory: through the pipe
         spool_dir = None
     spool = spool_dir.name if spool_dir is not None else None
+    was_enabled = gc.isenabled()
+    gc.disable()  # see _index_chunk; decoding allocates as much
     try:
         with ProcessPoolExecutor(max_workers=max(1, jobs - 1), mp_context=ctx) as pool:
             futures = [pool.submit(_encoded_chunk, [items[i] for i in c], spool) for c in chunks]
