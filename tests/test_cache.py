@@ -336,6 +336,18 @@ def test_an_edit_of_a_hot_function_is_verified_against_the_whole_program(project
     before = _in_step(base)
     assert [c for c, _, _ in before] == ["CL001"]  # a use of the fill in config.py
 
+    def recorded_reads() -> list:
+        """What the results entry keeps of the property stage in step (see _same_reads)."""
+        (entry,) = [cache.decode_entry(p.read_bytes()) for p in (d / f"v{cache.FORMAT}" / "results").rglob("*") if p.is_file()]
+        names, parsed = entry[6]
+        assert names == ["limit"]
+        return parsed["pkg.runner.Runner.step"]
+
+    # `other.limit` names the expensive property: step's text is parsed (the
+    # read resolves to no getter, so it is no finding)
+    line = next(i for i, text in enumerate(HOT_RUNNER.split("\n"), 1) if "other.limit" in text)
+    assert [(r[1], r[2]) for r in recorded_reads()] == [(("attr", ("name", "other"), "limit"), line)]
+
     def edit(statement: str, text: str = HOT_RUNNER) -> str:
         edited = text.replace("        first = probe(", f"        {statement}\n        first = probe(")
         runner.write_text(edited)
@@ -345,6 +357,7 @@ def test_an_edit_of_a_hot_function_is_verified_against_the_whole_program(project
     r = run(d)
     assert r.cache == "verified"
     assert _in_step(r) == [(c, line + 1, col) for c, line, col in before]  # moved with the text
+    assert [r[2] for r in recorded_reads()] == [line + 1]  # the read, recorded at its new line
     edit('print("again")', one)  # a second edit: the recorded lines are the moved ones
     r = run(d)
     assert r.cache == "verified"
