@@ -659,16 +659,19 @@ INERT_READERS = frozenset(
         "cost:CostModel.walks_config",
     }
 )
-_MEMO_FILLS = frozenset({"setdefault", "update", "__setitem__"})
-_PROBES = frozenset({"getattr", "hasattr"})
 
 
 def _locally_inert(call) -> bool:
-    """What the readers of INERT_READERS decide from an encoded call alone."""
+    """What the readers of INERT_READERS decide from an encoded call alone:
+    it fills no memo dict (the idiom's own method names) and probes no config
+    attribute (the config walk's own probe names)."""
+    from .cost import PROBES
+    from .idioms import MEMO_FILL_METHODS
+
     func = call[_C_FUNC]
-    if func[0] == "attr" and func[2] in _MEMO_FILLS:
+    if func[0] == "attr" and func[2] in MEMO_FILL_METHODS:
         return False
-    return not (func[0] == "name" and func[1] in _PROBES)
+    return not (func[0] == "name" and func[1] in PROBES)
 
 
 def _edited(old_t: list, new_t: list, observed: dict, scan_free):

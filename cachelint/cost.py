@@ -33,7 +33,8 @@ from .program import CONSTRUCTORS, Program
 
 # a body that probes config attributes this many times walks the config
 WALK_PROBES = 3
-_PROBES = ("getattr", "hasattr")
+# calls that probe a config attribute (cachelint.cache reads them too)
+PROBES = frozenset({"getattr", "hasattr"})
 BODY_DECIDES = ("config-derivation",)
 _CHEAP_BUILTINS = frozenset(
     "isinstance issubclass len int str bool float tuple getattr hasattr min max abs divmod round super "
@@ -258,7 +259,7 @@ class CostModel:
         result = None
         ctx = None
         for c in fn.calls:
-            if c.func[0] == "name" and c.func[1] in _PROBES and c.args:
+            if c.func[0] == "name" and c.func[1] in PROBES and c.args:
                 target = dotted(c.args[0]) or ""
                 if "config" in target.lower():
                     probes.append(target)

@@ -37,6 +37,9 @@ from .index import CallSite, FunctionInfo, dotted
 
 _memo: dict = {}
 
+# ``D.setdefault(k, v)``, ``D.update(...)``, ``D.__setitem__(k, v)``: calls that fill a memo dict
+MEMO_FILL_METHODS = frozenset({"setdefault", "update", "__setitem__"})
+
 
 def _slots(f: FunctionInfo) -> tuple[set, set]:
     """(attributes and globals the function assigns, containers it stores into)."""
@@ -59,7 +62,7 @@ def _slots(f: FunctionInfo) -> tuple[set, set]:
             if d:
                 stores.add(d)
     for c in f.calls:  # D.setdefault(k, v), D.update(...) fill a memo dict too
-        if c.func[0] == "attr" and c.func[2] in ("setdefault", "update", "__setitem__"):
+        if c.func[0] == "attr" and c.func[2] in MEMO_FILL_METHODS:
             d = dotted(c.func[1])
             if d:
                 stores.add(d)
