@@ -779,7 +779,8 @@ def _same_reads(watch, qualnames: list, new_fi, data: bytes) -> dict | None:
     ``watch``: the previous run's (watched names, {function: reads parsed})
     (:func:`cachelint.properties.hot_property_reads`): a function it did not
     parse had no ``.name`` for a watched name in its text, so no reads."""
-    from .index import decode_source, function_reads, split_lines
+    from .index import decode_source, split_lines
+    from .properties import watched_reads
 
     names, parsed = watch
     try:
@@ -796,9 +797,7 @@ def _same_reads(watch, qualnames: list, new_fi, data: bytes) -> dict | None:
         old = parsed.get(qn, [])
         if old is None:
             return None  # its file could not be read then
-        body = "".join(lines[f.line - 1 : f.end_line])
-        watched = frozenset(n for n in names if "." + n in body)
-        new = function_reads(lines, f, watched) if watched else []
+        new = watched_reads(lines, f, names) or []
         if len(old) != len(new):
             return None
         for a, b in zip(old, new):

@@ -58,6 +58,15 @@ def expensive_properties(program: Program, costs: CostModel) -> dict[str, list[t
     return out
 
 
+def watched_reads(lines: list[str], f: FunctionInfo, names) -> list | None:
+    """The reads of ``names`` in ``f``'s own lines (:func:`~cachelint.index.
+    function_reads`), parsing them only if they mention ``.name`` for one of
+    the names; None when they mention none (nothing parsed)."""
+    body = "".join(lines[f.line - 1 : f.end_line])
+    watch = frozenset(n for n in names if "." + n in body)
+    return function_reads(lines, f, watch) if watch else None
+
+
 def hot_property_reads(
     program: Program, hot: HotPaths, names, parsed: dict | None = None
 ) -> list[tuple[FunctionInfo, CallSite]]:
@@ -81,7 +90,6 @@ def hot_property_reads(
         f = program.functions.get(qn)
         if f is not None and not f.under_type_checking:
             hot_files.setdefault(f.path, []).append(f)
-    needles = {n: "." + n for n in names}
     encoded = {n: b"." + n.encode() for n in names}
     out: list[tuple[FunctionInfo, CallSite]] = []
     for path in sorted(hot_files):
@@ -110,11 +118,10 @@ def hot_property_reads(
         lines = split_lines(source)
         seen: set = set()
         for f in sorted(hot_files[path], key=lambda g: (g.line, g.qualname)):
-            body = "".join(lines[f.line - 1 : f.end_line])
-            watch = frozenset(n for n in in_file if needles[n] in body)
-            if not watch:
+            reads = watched_reads(lines, f, in_file)
+            if reads is None:
                 continue
-            reads = parsed[f.qualname] = function_reads(lines, f, watch)
+            parsed[f.qualname] = reads
             for qn, expr, line, col, end_line, end_col, guard, in_loop, stmt_line, in_handler, is_callee in reads:
                 g = program.functions.get(qn)
                 if g is None or g.qualname not in hot.chains or is_callee or (line, col) in seen:
