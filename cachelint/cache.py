@@ -437,8 +437,7 @@ def _records(t: list):
 
 
 def index_lines(t: list) -> list[int]:
-    """The sorted distinct line numbers an encoded index mentions."""
-    t = _expanded(t)
+    """The sorted distinct line numbers an (expanded) encoded index mentions."""
     lines = set()
     for rec, slots in _records(t):
         for s in slots:
@@ -720,6 +719,17 @@ def _edited(old_t: list, new_t: list, observed: dict, scan_free):
         return out
 
     return drop(old_t), drop(new_t), checks
+
+
+def _merge_lines(linemap: dict, pairs: dict | None) -> bool:
+    """Add old line -> new line ``pairs`` to ``linemap``; False if there are
+    none or a line would move to two places."""
+    if pairs is None:
+        return False
+    for a, b in pairs.items():
+        if linemap.setdefault(a, b) != b:
+            return False
+    return True
 
 
 def _paired_lines(old_calls: list, new_calls: list) -> dict | None:
@@ -1157,17 +1167,6 @@ def _parallel_threshold() -> int:
     return PARALLEL_THRESHOLD
 
 
-def _same_hot_texts(old: list, fi, data: bytes) -> bool:
-    """Whether each hot function of a changed file has the same text as before (see :func:`hot_texts`)."""
-    lines = _byte_lines(data)
-    functions = {f.qualname: f for f in fi.functions}
-    for qn, d in old:
-        f = functions.get(qn)
-        if f is None or _text_digest(lines, f.line, f.end_line) != d:
-            return False
-    return True
-
-
 def _unseen(inert: list, blobs: list, old_findings: list, root_patterns: list) -> bool:
     """Whether added and removed inert functions are invisible to the analysis:
     each name is written in the sources only where an added function defines
@@ -1252,27 +1251,30 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
                 inert.extend((f, False) for f in removed)
             if interface(old_i) != interface(new_i):
                 return None
-        linemap = dict(zip(index_lines(old_i), index_lines(new_i)))
+        linemap = dict(zip(index_lines(old_i), index_lines(new_i)))  # both expanded above
         edited_qns = {qn for qn, _, _, _ in edited}
         for _, _, old_calls, new_calls in edited:
-            pairs = _paired_lines(old_calls, new_calls)
-            if pairs is None:
+            if not _merge_lines(linemap, _paired_lines(old_calls, new_calls)):
                 return None
-            for a, b in pairs.items():
-                if linemap.setdefault(a, b) != b:
-                    return None
         checks.extend(edited)
         if sf.path in hot:
-            hot_here = [(qn, d) for qn, d in hot[sf.path] if qn not in edited_qns]
-            if not _same_hot_texts(hot_here, new_fi, blobs[i]):
-                return None
+            # the hot functions' texts now, kept for the next run (see hot_texts)
+            byte_lines = _byte_lines(blobs[i])
+            fns = {f.qualname: f for f in new_fi.functions}
+            now = [
+                (qn, _text_digest(byte_lines, fns[qn].line, fns[qn].end_line) if qn in fns else None)
+                for qn, _ in hot[sf.path]
+            ]
+            if any(d != n for (qn, d), (_, n) in zip(hot[sf.path], now) if qn not in edited_qns):
+                return None  # another hot function's text changed
             # the same text, moved as a whole: every line of it moves alike
             # (a finding on a property read sits on a line the index may not have)
             old_spans = {f[_FN_QN]: (f[_LINES_FN[0]], f[_LINES_FN[1]]) for f in old_t[_FI_FUNCTIONS]}
-            new_lines = {f.qualname: f.line for f in new_fi.functions}
-            for qn, _ in hot_here:
+            for qn, _ in hot[sf.path]:
+                if qn in edited_qns:
+                    continue
                 a, b = old_spans.get(qn, (0, -1))
-                shift = new_lines.get(qn, a) - a
+                shift = fns[qn].line - a
                 for line in range(a, b + 1):
                     linemap.setdefault(line, line + shift)
             edited_hot = [qn for qn, _ in hot[sf.path] if qn in edited_qns]
@@ -1280,19 +1282,10 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
                 # an edited hot function's text: the property stage must find
                 # the same reads in it, moved (see _same_reads)
                 moved = _same_reads(watch, edited_hot, new_fi, blobs[i])
-                if moved is None:
+                if moved is None or not _merge_lines(linemap, moved[0]):
                     return None
-                pairs, reads = moved
-                watch = (watch[0], {**watch[1], **reads})  # at their new lines, for the next run
-                for a, b in pairs.items():
-                    if linemap.setdefault(a, b) != b:
-                        return None
-            byte_lines = _byte_lines(blobs[i])
-            fns = {f.qualname: f for f in new_fi.functions}
-            hot[sf.path] = [
-                (qn, _text_digest(byte_lines, fns[qn].line, fns[qn].end_line)) if qn in fns else (qn, d)
-                for qn, d in hot[sf.path]
-            ]
+                watch = (watch[0], {**watch[1], **moved[1]})  # at their new lines, for the next run
+            hot[sf.path] = now
         info[sf.path] = (linemap, new_fi, sf.module, edited_qns)
     if inert and not _unseen(inert, blobs, old_findings, roots()):
         return None
