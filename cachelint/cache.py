@@ -19,7 +19,11 @@ Two kinds of entries live under the cache directory (default
     One entry per *scope*: the tool fingerprint, the configuration, the lock
     file and the list of files analysed. It holds the content hash of every
     file and the raw findings of the last run over that scope, each with its
-    suppression flag.
+    suppression flag, and what the checks below need: whose calls the
+    analysis read and by which code, the cache sites' callee names, the
+    property reads parsed in hot functions, the hot functions' text digests,
+    and the hot graph (roots, each walked function's edges, and what the
+    rules asked of the hot paths).
 
 Why not per-file results (ruff issue 5449): the findings in one file depend
 on facts from others (a fill in ``config.py`` makes a call in
@@ -58,11 +62,15 @@ them only when
   :func:`_edited`). An edit of a function off the hot paths, most edits of a
   large tree, is this case.
 * or such calls changed in functions the walks did read, but only walks
-  that cannot see a call that resolves to no function of the tree and
-  matches no catalog entry (INERT_READERS); the added and removed calls
-  are resolved against the whole program, loaded from the cache without
-  running any stage (:func:`verify_inert`), and an edited hot function's
-  text must give the property stage the same reads (:func:`_same_reads`).
+  that cannot see a call that is cheap and resolves to no function of the
+  tree (INERT_READERS); the added and removed calls are resolved against the
+  whole program, loaded from the cache without running any stage, and an
+  edited hot function's text must give the property stage the same reads
+  (:func:`_same_reads`). A call that is an edge of the call graph is
+  allowed too: the hot-path walk is replayed over the edges the results
+  entry keeps, and the functions that become hot are checked for what the
+  rules would see in them and what they asked of the hot paths (see
+  :func:`verify_edited`).
 
 Each of these ways also requires the text of every other hot function in a
 changed file to be unchanged (moved as a whole): the property stage parses hot
@@ -636,12 +644,13 @@ def _unlined(call) -> tuple:
 
 # Readers of a function's calls (cachelint.index.readers) for which the cache
 # can tell an added or removed call apart from one they would act on. For
-# each, what the call must not be (see _locally_inert and verify_inert):
+# each, what the call must not be (see _locally_inert and verify_edited):
 #
 # * the hot-path walk's edges (callgraph): a call that resolves to a function
-#   of the tree that is not @cache'd is an edge;
-# * CL002's scan of hot functions: a call whose names match a catalog entry
-#   (other than declared-pure) is a site;
+#   of the tree that is not @cache'd is an edge, which verify_edited follows
+#   by replaying the walk (EDGE_READERS);
+# * CL002's scan of hot functions: a call with a cost (a catalog entry other
+#   than declared-pure, or a body in the tree that walks a config) is a site;
 # * the fill-once idiom (idioms._slots): ``D.setdefault``, ``D.update`` and
 #   ``D.__setitem__`` fill a memo dict, which changes which other calls of the
 #   function run once;
@@ -652,8 +661,8 @@ def _unlined(call) -> tuple:
 # reach, ...) is re-analysed when its calls change.
 INERT_READERS = frozenset(
     {
-        "callgraph:hot_paths.<locals>.targets",
-        "cl002_expensive_call_on_hot_path:ExpensiveCallOnHotPath.check",
+        "callgraph:edges_of",
+        "cl002_expensive_call_on_hot_path:call_sites",
         "idioms:_slots",
         "cost:CostModel.walks_config",
     }
@@ -681,7 +690,7 @@ def _edited(old_t: list, new_t: list, observed: dict, scan_free):
 
     ``checks``: (qualname, encoded calls added or removed, encoded old calls,
     encoded new calls) of each observed one, whose calls still have to be
-    shown inert against the whole program (:func:`verify_inert`)."""
+    shown inert against the whole program (:func:`verify_edited`)."""
     new_fns = {f[_FN_QN]: f for f in new_t[_FI_FUNCTIONS]}
     if len(new_fns) != len(new_t[_FI_FUNCTIONS]) or len({f[_FN_QN] for f in old_t[_FI_FUNCTIONS]}) != len(old_t[_FI_FUNCTIONS]):
         return None  # a name defined twice: records would be paired by name alone
@@ -749,31 +758,132 @@ def _paired_lines(old_calls: list, new_calls: list) -> dict | None:
     return out
 
 
-def verify_inert(analysis, checks: list) -> bool:
-    """Whether each call in ``checks`` (see :func:`_edited`) is one none of
-    INERT_READERS acts on, resolved in the whole program: no edge (it
-    resolves to no function of the tree, or to a @cache'd one) and no
-    catalog entry (other than declared-pure)."""
-    from .callgraph import resolve_call
+class _NoSites:
+    """The cache analysis for a cost model that only has to show calls cheap:
+    a question that needs it comes from a call that is no cheap one."""
+
+    def __getattr__(self, name):
+        raise _Refused(name)
+
+
+class _Refused(Exception):
+    pass
+
+
+# the readers of an edited function that may see it gain or lose an edge: the
+# walk itself (replayed, see below), CL002's scan and the fill-once idiom
+# (neither follows a call); a config walk follows calls into the tree
+EDGE_READERS = frozenset({"callgraph:edges_of", "cl002_expensive_call_on_hot_path:call_sites", "idioms:_slots"})
+
+
+def hot_graph(analysis) -> tuple | None:
+    """What the results entry keeps of the hot paths: the roots, every walked
+    function's edges, and what the rules asked (see :class:`HotPaths`)."""
+    hot = analysis.__dict__.get("hot")
+    if hot is None:
+        return None
+    roots = [(qn, r.kind) for qn, r in hot.roots.items()]
+    return roots, hot.edges, hot.callers_read, sorted(hot.absent)
+
+
+def verify_edited(analysis, checks: list, graph, watch, observed: dict, files, blobs):
+    """Whether the calls edited in functions the analysis read (``checks``,
+    see :func:`_edited`) leave every finding as it was, checked against the
+    whole program without running any stage: (the hot graph, the readers
+    and property reads to add, the hot texts to add) if so, None otherwise.
+
+    * Each added or removed call is cheap for CL002's scan (no catalog entry
+      other than declared-pure, no config walk in a body in the tree).
+    * A call that is an edge (it resolves to a function of the tree that is
+      not @cache'd) is allowed only in a function read by EDGE_READERS alone,
+      when the previous run kept its hot graph (``graph``, see
+      :func:`hot_graph`). The walk is replayed over the kept edges, with the
+      edited functions' and newly reached functions' edges resolved again:
+      every function hot before keeps its chain and kind; the callers lists
+      the rules read are the same; no function that became hot was asked
+      about (a finding in it, a writer hoisting looked at); and none of them
+      has a call CL002 would report or a read of an expensive property.
+    """
+    from .callgraph import edges_of, resolve_call, walk
     from .catalog import is_cached_function
-    from .index import dotted
+    from .cost import CostModel
+    from .index import decode_source, dotted, observing, readers, split_lines
+    from .properties import watched_reads
+    from .rules.cl002_expensive_call_on_hot_path import call_sites
 
     p = analysis.program
-    for qn, changed, _, _ in checks:
-        f = p.functions.get(qn)
-        if f is None:
-            return False
-        ctx = p.context(f)
-        for t in changed:
-            c = CallSite(*t)
-            target = resolve_call(p, f, c)
-            if target is not None and not is_cached_function(target):
-                return False
-            names = p.callee_names(p.canon(c.func, ctx), dotted(c.func))
-            entry = analysis.catalog.match(names)
-            if entry is not None and entry.kind != "declared-pure":
-                return False
-    return True
+    costs = CostModel(p, analysis.catalog, _NoSites())
+    edited: dict = {}
+    with observing() as seen:
+        try:
+            for qn, changed, old_calls, new_calls in checks:
+                f = p.functions.get(qn)
+                if f is None:
+                    return None
+                ctx = p.context(f)
+                for t in changed:
+                    c = CallSite(*t)
+                    target = resolve_call(p, f, c)
+                    edge = target is not None and not is_cached_function(target)
+                    if edge and (graph is None or not set(observed.get(qn, ())) <= EDGE_READERS):
+                        return None
+                    names = p.callee_names(p.canon(c.func, ctx), dotted(c.func))
+                    if costs.call_cost(names, target) is not None:
+                        return None
+                edited[qn] = (old_calls, new_calls)
+            if graph is None:
+                return None, {}, {}, {}
+            roots, old_edges, callers_read, absent = graph
+            old_chains, old_kinds, _, old_callers = walk(roots, old_edges.__getitem__)
+
+            def edges_for(qn: str) -> list:
+                if qn in edited or qn not in old_edges:
+                    return edges_of(p, p.functions[qn])
+                return old_edges[qn]
+
+            chains, kinds, edges, callers = walk(roots, edges_for)
+            if any(chains.get(qn) != chain or kinds[qn] != old_kinds[qn] for qn, chain in old_chains.items()):
+                return None
+            new_hot = [qn for qn in chains if qn not in old_chains]
+            if not set(new_hot).isdisjoint(absent):
+                return None
+
+            def call_key(caller: str, i: int, old: bool):
+                if caller not in edited:
+                    return caller, i
+                return caller, repr(_unlined(edited[caller][0 if old else 1][i]))
+
+            for callee, limit in callers_read.items():
+                a = [call_key(g, i, True) for g, i in old_callers.get(callee, ())[:limit]]
+                b = [call_key(g, i, False) for g, i in callers.get(callee, ())[:limit]]
+                if a != b:
+                    return None
+            parsed: dict = {}
+            texts: dict = {}
+            where = {sf.path: i for i, sf in enumerate(files)}
+            for qn in new_hot:
+                f = p.functions[qn]
+                if call_sites(p, costs, f, set(), True):
+                    return None
+                i = where.get(f.path)
+                if i is None or blobs[i] is None:
+                    return None
+                if not f.under_type_checking and watch is not None:
+                    in_file = [n for n in watch[0] if b"." + n.encode() in blobs[i]]
+                    if in_file:
+                        reads = watched_reads(split_lines(decode_source(blobs[i])), f, in_file)
+                        if reads:
+                            return None
+                        if reads is not None:
+                            parsed[qn] = reads
+                elif watch is None and new_hot:
+                    return None
+                texts.setdefault(f.path, []).append((qn, _text_digest(_byte_lines(blobs[i]), f.line, f.end_line)))
+        except _Refused:
+            return None
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            return None
+    return (roots, edges, callers_read, absent), readers(seen), parsed, texts
 
 
 # line slots of a read (cachelint.index.function_reads)
@@ -974,7 +1084,7 @@ def cached_findings(
     served from ``cache`` when that is provably the same result; how (``hit``:
     nothing changed, ``remapped``: only line shifts in changed files,
     ``verified``: remapped after checking calls edited in functions the
-    analysis read against the whole program (see :func:`verify_inert`),
+    analysis read against the whole program (see :func:`verify_edited`),
     ``partial``: whole-program analysis re-run, some indexes from the cache,
     ``miss``); and the :class:`~cachelint.analysis.Analysis` when one was built
     (always with ``need_analysis``, which skips result reuse).
@@ -1080,11 +1190,21 @@ def cached_findings(
         # whole program? (a few lookups, where the analysis takes seconds)
         checked = make_analysis(indexes)
         try:
-            ok = verify_inert(checked, remapped[2])
+            v = verify_edited(checked, remapped[2], prev[7], remapped[4], prev[4], files, blobs)
         except (TypeError, ValueError, IndexError, KeyError, AttributeError):
-            ok = False
-        if ok:
-            findings, how, _ = _reuse(cache, scope, files, hashes, prev, remapped, fp, "verified")
+            v = None
+        if v is not None:
+            graph, seen, parsed, texts = v
+            enc, flags, checks, hot, watch = remapped
+            for path, more in texts.items():
+                hot[path] = hot.get(path, []) + more
+            if parsed:
+                watch = (watch[0], {**watch[1], **parsed})
+            observed = dict(prev[4])
+            for qn, tags in seen.items():
+                observed[qn] = sorted(set(observed.get(qn, ())) | set(tags))
+            verified = (enc, flags, checks, hot, watch)
+            findings, how, _ = _reuse(cache, scope, files, hashes, prev, verified, fp, "verified", observed, graph)
             # returned, not dropped here: freeing the indexes one by one took
             # 0.1 s of this path on vLLM (the CLI exits without freeing them)
             return findings, how, checked
@@ -1101,21 +1221,26 @@ def cached_findings(
     if progress is not None:
         progress.stage("Analysing")
     with observing() as observed:  # whose calls the analysis follows (see _edited)
-        analysis = make_analysis(indexes)  # a fresh one: verify_inert filled memos
+        analysis = make_analysis(indexes)  # a fresh one: verify_edited filled memos
         raw, flags = run_rules(analysis, rules)
     texts = hot_texts(analysis, files, blobs)
     del blobs
     ca = analysis.__dict__.get("cache_analysis")  # not computed: the scan of uses never ran
     keys = sorted(ca.by_name) if ca is not None else []
-    entry = (hashes, [encode_finding(f) for f in raw], flags, texts, readers(observed), keys, analysis.property_watch)
+    entry = (
+        hashes, [encode_finding(f) for f in raw], flags, texts, readers(observed), keys, analysis.property_watch,
+        hot_graph(analysis),
+    )  # fmt: skip
     cache.put("results", scope, entry)
     return [f for f, s in zip(raw, flags) if not s], how, analysis
 
 
-def _reuse(cache: Cache, scope: str, files, hashes, prev, remapped, fp: str, how: str):
+def _reuse(cache: Cache, scope: str, files, hashes, prev, remapped, fp: str, how: str, observed=None, graph=None):
     enc, flags, _, hot, watch = remapped
+    if observed is None:
+        observed, graph = prev[4], prev[7]
     cache.flush({_index_key(fp, sf, h) for sf, h in zip(files, hashes)})
-    cache.put("results", scope, (hashes, enc, flags, hot, prev[4], prev[5], watch))
+    cache.put("results", scope, (hashes, enc, flags, hot, observed, prev[5], watch, graph))
     return [decode_finding(t) for t, s in zip(enc, flags) if not s], how, None
 
 
@@ -1202,13 +1327,13 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
     finding names a changed file.
 
     ``checks``: calls edited in functions the analysis read, still to be
-    shown inert against the whole program (:func:`verify_inert`) before the
+    shown inert against the whole program (:func:`verify_edited`) before the
     findings may be used. ``roots()``: the hot-root globs (the resolved
     configuration's); without it, any change of an interface is a change."""
     from .api import _suppressed
     from .index import index_bytes
 
-    old_hashes, old_findings, old_flags, hot, observed, site_keys, watch = prev
+    old_hashes, old_findings, old_flags, hot, observed, site_keys, watch, _graph = prev
     site_keys = set(site_keys)
     if len(old_hashes) != len(hashes):
         return None

@@ -24,20 +24,57 @@ from dataclasses import dataclass, field
 from .catalog import GlobSet, is_cached_function
 from .config import HotRoot
 from .idioms import fills_once
-from .index import CallSite, FunctionInfo
+from .index import CallSite, FunctionInfo, scanned_calls
 from .program import Program
 
 
 @dataclass
 class HotPaths:
+    """The hot functions, each with its chain from a root and its kind.
+
+    Besides answering, it notes what it was asked (the cache keeps it, see
+    :func:`cachelint.cache.verify_edited`): functions asked about that are
+    not hot (``absent``), and callee lists of callers read (``callers_read``,
+    how many entries). A later run whose hot set grows by functions nobody
+    asked about, and whose read callers lists are the same, gets the same
+    answers to every question asked.
+    """
+
     chains: dict = field(default_factory=dict)  # qualname -> (root, ..., qualname)
     kinds: dict = field(default_factory=dict)  # qualname -> kind of its root
     roots: dict = field(default_factory=dict)  # root qualname -> HotRoot
-    # hot callee qualname -> [(caller FunctionInfo, CallSite)], every resolved hot call
-    callers: dict = field(default_factory=dict)
+    # caller qualname -> [(call index, callee qualname)], every resolved call
+    # that is an edge, for each function the walk reached
+    edges: dict = field(default_factory=dict)
+    # callee qualname -> [(caller qualname, call index)], in the walk's order
+    caller_calls: dict = field(default_factory=dict)
+    program: Program | None = None
+    absent: set = field(default_factory=set)
+    callers_read: dict = field(default_factory=dict)
 
     def chain(self, qualname: str) -> tuple[str, ...] | None:
-        return self.chains.get(qualname)
+        chain = self.chains.get(qualname)
+        if chain is None:
+            self.absent.add(qualname)
+        return chain
+
+    def is_hot(self, qualname: str) -> bool:
+        return self.chain(qualname) is not None
+
+    def kind(self, qualname: str, default=None):
+        if self.chain(qualname) is None:
+            return default
+        return self.kinds[qualname]
+
+    def callers(self, qualname: str, limit: int) -> list[tuple[FunctionInfo, CallSite]]:
+        """The first ``limit`` resolved hot calls of ``qualname``, as (caller, call)."""
+        self.callers_read[qualname] = max(limit, self.callers_read.get(qualname, 0))
+        functions = self.program.functions
+        out = []
+        for caller, i in self.caller_calls.get(qualname, ())[:limit]:
+            f = functions[caller]
+            out.append((f, scanned_calls(f)[i]))  # edges_of noted the read
+        return out
 
 
 def resolve_call(program: Program, f: FunctionInfo, call: CallSite) -> FunctionInfo | None:
@@ -46,6 +83,21 @@ def resolve_call(program: Program, f: FunctionInfo, call: CallSite) -> FunctionI
     if callee is None:
         return None
     return program.callee_function(callee)
+
+
+def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
+    """(call index, callee qualname) of each call of ``f`` that is an edge."""
+    out: list = []
+    if f.under_type_checking:
+        return out
+    for i, call in enumerate(f.calls):
+        if call.in_handler or (call.guard and fills_once(f, call)):
+            continue  # an error path; or lazy init / memo dict: once per slot, not per call
+        target = resolve_call(program, f, call)
+        if target is None or is_cached_function(target):
+            continue  # @cache / @lru_cache: its body runs once per arguments, not per call
+        out.append((i, target.qualname))
+    return out
 
 
 def match_roots(program: Program, roots: tuple[HotRoot, ...]) -> dict:
@@ -70,43 +122,36 @@ def frequency_rank(kind: str | None) -> int:
         return len(FREQUENCY)
 
 
-def hot_paths(program: Program, roots: tuple[HotRoot, ...]) -> HotPaths:
-    """Hot functions with their chain and kind.
+def walk(root_kinds: list[tuple[str, str]], edges_for) -> tuple[dict, dict, dict, dict]:
+    """(chains, kinds, edges, caller_calls) from the roots ``[(qualname,
+    kind)]`` (sorted by qualname) over ``edges_for(qualname)`` (see
+    :func:`edges_of`), each function's edges asked for once.
 
     A function reached from roots of several kinds takes the most frequent
     one (a helper called per layer and per request runs per layer), and the
     shortest chain from a root of that kind: one breadth-first walk per kind,
-    most frequent first, over edges resolved once.
+    most frequent first.
     """
-    hp = HotPaths()
-    matched = match_roots(program, roots)
-    hp.roots = matched
-    edges: dict[str, list[str]] = {}
+    chains: dict = {}
+    kinds: dict = {}
+    edges: dict = {}
+    caller_calls: dict = {}
+    distinct: dict = {}
 
     def targets(qn: str) -> list[str]:
-        out = edges.get(qn)
+        out = distinct.get(qn)
         if out is None:
-            out = []
-            f = program.functions[qn]
-            if not f.under_type_checking:
-                for call in f.calls:
-                    if call.in_handler or (call.guard and fills_once(f, call)):
-                        continue  # an error path; or lazy init / memo dict: once per slot, not per call
-                    target = resolve_call(program, f, call)
-                    if target is None or is_cached_function(target):
-                        continue  # @cache / @lru_cache: its body runs once per arguments, not per call
-                    hp.callers.setdefault(target.qualname, []).append((f, call))
-                    if target.qualname not in out:
-                        out.append(target.qualname)
-            edges[qn] = out
+            es = edges[qn] = edges_for(qn)
+            for i, t in es:
+                caller_calls.setdefault(t, []).append((qn, i))
+            out = distinct[qn] = list(dict.fromkeys(t for _, t in es))
         return out
 
-    kinds = sorted({r.kind for r in matched.values()}, key=frequency_rank)
-    for kind in kinds:
+    for kind in sorted({k for _, k in root_kinds}, key=frequency_rank):
         queue: deque = deque()
         local: dict[str, tuple] = {}  # chains from the roots of this kind
-        for qn, r in matched.items():
-            if r.kind == kind:
+        for qn, k in root_kinds:
+            if k == kind:
                 local[qn] = (qn,)
                 queue.append(qn)
         while queue:
@@ -116,7 +161,17 @@ def hot_paths(program: Program, roots: tuple[HotRoot, ...]) -> HotPaths:
                     local[t] = local[qn] + (t,)
                     queue.append(t)
         for qn, chain in local.items():
-            if qn not in hp.chains:
-                hp.chains[qn] = chain
-                hp.kinds[qn] = kind
-    return hp
+            if qn not in chains:
+                chains[qn] = chain
+                kinds[qn] = kind
+    return chains, kinds, edges, caller_calls
+
+
+def hot_paths(program: Program, roots: tuple[HotRoot, ...]) -> HotPaths:
+    """Hot functions with their chain and kind (see :func:`walk`)."""
+    matched = match_roots(program, roots)
+    functions = program.functions
+    chains, kinds, edges, caller_calls = walk(
+        [(qn, r.kind) for qn, r in matched.items()], lambda qn: edges_of(program, functions[qn])
+    )
+    return HotPaths(chains, kinds, matched, edges, caller_calls, program)

@@ -49,6 +49,8 @@ from .model import Applicability, Edit, EditKind, Fix, Span
 from .program import CONSTRUCTORS, Program
 
 _BUILTINS = frozenset(dir(builtins))
+# how many hot calls of a function a parameter's value is followed through
+CALLERS_FOLLOWED = 24
 # annotations of hashable values that do not change during a process
 _HASHABLE = frozenset(
     "int str bool float bytes complex None NoneType tuple Tuple frozenset FrozenSet Literal Optional Union "
@@ -320,7 +322,7 @@ class HoistPlanner:
         for k in self.p.mro(ci.qualname):
             c = self.p.classes.get(k)
             if c is not None and "__init__" in c.methods:
-                if c.methods["__init__"] in self.hot.chains:
+                if self.hot.is_hot(c.methods["__init__"]):
                     return f"a new `{ci.name}` is constructed on a hot path"
                 break
         return None
@@ -350,7 +352,7 @@ class HoistPlanner:
         """Writers that run on a hot path: between two runs of a hot site, only
         they change what it reads (start-up code such as ``load_model`` runs
         before). Constructors count when the object is built on a hot path."""
-        return [w for w, _a in writers if w.qualname in self.hot.chains]
+        return [w for w, _a in writers if self.hot.is_hot(w.qualname)]
 
     def _name_varies(self, f: FunctionInfo, n: str, depth: int) -> str | None:
         p = self.p
@@ -397,7 +399,7 @@ class HoistPlanner:
             return memo[key]
         memo[key] = f"parameter `{n}` is being analysed"  # recursion guard: assume it varies
         chain = self.hot.chain(f.qualname)
-        callers = self.hot.callers.get(f.qualname, [])
+        callers = self.hot.callers(f.qualname, CALLERS_FOLLOWED)
         if chain is not None and len(chain) == 1:
             result = f"`{n}` is an argument of the hot root `{f.name}`, new on each call"
         elif not callers:
@@ -405,7 +407,7 @@ class HoistPlanner:
         else:
             result = None
             params = [q for q in f.params]
-            for g, c in callers[:24]:
+            for g, c in callers:
                 arg = _argument_for(f, params, c, n)
                 if arg is None:
                     result = f"a call of `{f.name}` (in `{g.qualname}`) passes `{n}` in a way cachelint does not follow"
@@ -535,8 +537,8 @@ class HoistPlanner:
         init = p.functions.get(ci.methods["__init__"])
         if init is None or init.self_name != f.self_name:
             return None
-        if init.qualname in self.hot.chains:
-            s.notes.append(f"`{init.qualname}` itself runs on a hot path ({self.hot.kinds.get(init.qualname)})")
+        if self.hot.is_hot(init.qualname):
+            s.notes.append(f"`{init.qualname}` itself runs on a hot path ({self.hot.kind(init.qualname)})")
             return None
         if not ci.qualname.startswith(ci.module + ".") or "<locals>" in ci.qualname:
             return None

@@ -204,7 +204,7 @@ def observing():
 
 
 def reader_tag(code) -> str:
-    """``module:qualname`` of a code object, e.g. ``callgraph:hot_paths.<locals>.targets``."""
+    """``module:qualname`` of a code object, e.g. ``callgraph:edges_of``."""
     return f"{os.path.splitext(os.path.basename(code.co_filename))[0]}:{code.co_qualname}"
 
 

@@ -124,7 +124,7 @@ def hot_property_reads(
             parsed[f.qualname] = reads
             for qn, expr, line, col, end_line, end_col, guard, in_loop, stmt_line, in_handler, is_callee in reads:
                 g = program.functions.get(qn)
-                if g is None or g.qualname not in hot.chains or is_callee or (line, col) in seen:
+                if g is None or not hot.is_hot(g.qualname) or is_callee or (line, col) in seen:
                     continue  # `x.prop(...)` calls what the property returns: CL002 sees the call
                 seen.add((line, col))
                 out.append(

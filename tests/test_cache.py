@@ -266,11 +266,13 @@ def test_an_edited_function_no_walk_follows_keeps_the_findings(project, tmp_path
     # only walks that cannot see a call resolving nowhere (see the tests below)
     runner.write_text(edited.replace("        return probe(", "        self.model_config.check()\n        return probe("))
     assert run(d).cache == "verified"
-    # one that resolves to a function of the tree: an edge of the hot paths
+    # one that resolves to a function of the tree: an edge of the hot paths,
+    # replayed over the kept edges (describe becomes hot, with nothing in it
+    # to report; see the test of edges below)
     runner.write_text(edited.replace("        return probe(", "        describe(self.model_config)\n        return probe("))
-    assert run(d).cache == "partial"
+    assert run(d).cache == "verified"
     runner.write_text(edited)
-    run(d)
+    assert run(d).cache == "partial"  # describe is no longer hot
     runner.write_text(base)  # and removed again
     assert run(d).cache == "remapped"
     # a use of the cache site (the fill in config.py): a new CL001 finding
@@ -400,7 +402,7 @@ def test_an_edit_of_a_hot_function_is_verified_against_the_whole_program(project
     # missed (the cached run differs from the fresh one); with no reader
     # known inert, the harmless edit re-runs the analysis
     with monkeypatch.context() as m:
-        m.setattr(cache, "verify_inert", lambda analysis, checks: True)
+        m.setattr(cache, "verify_edited", lambda analysis, checks, *rest: (None, {}, {}, {}))
         edit("cold_probe(self.config.model_config)")
         with pytest.raises(AssertionError):
             run(d)
@@ -412,12 +414,119 @@ def test_an_edit_of_a_hot_function_is_verified_against_the_whole_program(project
         assert run(d).cache == "partial"
 
 
+EDGE_RUNNER = """
+import os
+
+from pkg.config import REGISTRY, EngineConfig
+
+
+def describe(config):
+    return str(config)
+
+
+def cold_use(config: EngineConfig):
+    return REGISTRY.max_len(config.model_config)
+
+
+class Runner:
+    def __init__(self, config: EngineConfig, root: str):
+        self.config = config
+        self.root = root
+
+    def step(self, batch):
+        return self.helper(self.root)
+
+    def helper(self, root):
+        return os.listdir(root)
+
+    def set_root(self, root):
+        self.root = root
+"""
+
+
+def test_an_added_edge_is_replayed_over_the_kept_hot_graph(project, tmp_path, monkeypatch):
+    """A call added to a hot function that is an edge of the call graph: the
+    walk is replayed over the edges the last run kept. A function that
+    becomes hot with nothing to report keeps the findings (verified), and is
+    hot for the next run's checks. One with a finding that named it off the
+    hot paths, one CL002 asked about (does a hot function write this
+    attribute?), or a new caller whose argument CL002 follows (is the call
+    the same on every run?) re-runs the analysis. Without the record of what the rules asked of the hot paths,
+    those two would be missed."""
+    (project / "pyproject.toml").write_text(HOT_PYPROJECT)
+    runner = project / "pkg" / "runner.py"
+    runner.write_text(EDGE_RUNNER)
+    d = tmp_path / "cache"
+    base = run(d)
+    (helper,) = [f for f in base.findings if f.function == "pkg.runner.Runner.helper"]
+    assert "its inputs are the same on every run" in helper.message  # `root` is `self.root`, set in __init__ only
+    (cold,) = [f for f in base.findings if f.function == "pkg.runner.cold_use"]
+    assert cold.code == "CL001" and cold.hot_path is None
+
+    def step(statement: str) -> None:
+        runner.write_text(EDGE_RUNNER.replace("        return self.helper(", f"        {statement}\n        return self.helper("))
+
+    # describe becomes hot; nothing in it is expensive, nobody asked about it
+    step("describe(self.config)")
+    r = run(d)
+    assert r.cache == "verified"
+    assert [(f.code, f.function) for f in r.findings] == [(f.code, f.function) for f in base.findings]
+    # and it is hot now: an expensive call added there is a new finding
+    runner.write_text(runner.read_text().replace("    return str(config)", '    return str(config) + str(os.listdir("."))'))
+    r = run(d)
+    assert r.cache == "partial"
+    assert any(f.code == "CL002" and f.function == "pkg.runner.describe" for f in r.findings)
+    runner.write_text(EDGE_RUNNER)
+    run(d)
+
+    # cold_use's CL001 finding asked for its hot path: now it has one
+    step("cold_use(self.config)")
+    r = run(d)
+    assert r.cache == "partial"
+    (cold,) = [f for f in r.findings if f.function == "pkg.runner.cold_use"]
+    assert cold.hot_path == ("pkg.runner.Runner.step", "pkg.runner.cold_use")
+    runner.write_text(EDGE_RUNNER)
+    run(d)
+
+    # a second call of helper, with the root's per-call argument: helper's
+    # `root` varies now, and its call is no longer the same on every run
+    step("self.helper(batch)")
+    r = run(d)
+    assert r.cache == "partial"
+    assert not [f for f in r.findings if f.function == "pkg.runner.Runner.helper"]
+    runner.write_text(EDGE_RUNNER)
+    run(d)
+
+    # set_root writes `self.root`, which helper's argument comes from: were
+    # it hot, the argument would vary (CL002 asked whether it is)
+    step("self.set_root(batch)")
+    r = run(d)
+    assert r.cache == "partial"
+    assert not [f for f in r.findings if f.function == "pkg.runner.Runner.helper"]
+    runner.write_text(EDGE_RUNNER)
+    run(d)
+
+    # the record carries the weight: without it both edits are verified, and
+    # the cached runs differ from the fresh ones
+    hot_graph = cache.hot_graph
+    monkeypatch.setattr(cache, "hot_graph", lambda analysis: hot_graph(analysis)[:2] + ({}, []))
+    run(d.parent / "blind")
+    for statement in ("self.set_root(batch)", "self.helper(batch)"):
+        step(statement)
+        with pytest.raises(AssertionError):
+            run(d.parent / "blind")
+        runner.write_text(EDGE_RUNNER)
+        run(d.parent / "blind")
+
+
 def test_the_inert_readers_name_code_that_reads_calls(project, tmp_path):
-    """INERT_READERS names readers as ``index.readers`` tags them: each must
-    be a function of cachelint that still exists (a renamed one would
-    silently turn reuse off), and a run over the test project notes them."""
+    """INERT_READERS and EDGE_READERS name readers as ``index.readers`` tags
+    them: each must be a function of cachelint that still exists (a renamed
+    one would silently turn reuse off), and a run over the test project
+    notes them."""
     import importlib
 
+    assert cache.EDGE_READERS <= cache.INERT_READERS
     for tag in cache.INERT_READERS:
         module, qualname = tag.split(":")
         obj = importlib.import_module(f"cachelint.{module}" if not module.startswith("cl0") else f"cachelint.rules.{module}")
@@ -437,7 +546,7 @@ def test_the_inert_readers_name_code_that_reads_calls(project, tmp_path):
         analysis, _ = api.analyse(["."], config, jobs=1)
         api.run_rules(analysis, select_rules(config.select, config.ignore))
     tags = {t for ts in readers(seen).values() for t in ts}
-    assert {"callgraph:hot_paths.<locals>.targets", "cl002_expensive_call_on_hot_path:ExpensiveCallOnHotPath.check"} <= tags
+    assert {"callgraph:edges_of", "cl002_expensive_call_on_hot_path:call_sites"} <= tags
 
 
 WALKED_CONFIG = CONFIG.replace("class Registry:", "class Registry:\n    def rebuild(self, settings):\n        ...\n") + """
@@ -787,8 +896,10 @@ def test_edits_of_functions_no_walk_follows_equal_fresh_runs_on_vllm(tmp_path):
     walk of the analysis read (moved when no finding names the file), a call
     by a cache site's callee name (re-analysed: a use), and a call added to
     a hot function and to one off the hot paths that a walk read (both
-    re-analysed), and a call that resolves nowhere added to hot functions
-    whose readers are all INERT_READERS (verified, at least once)."""
+    re-analysed), a call that resolves nowhere added to hot functions
+    whose readers are all INERT_READERS (verified, at least once), and a
+    call of a method that is not hot added to such a function (a new edge:
+    verified at least once)."""
     import random
     import shutil
 
@@ -824,13 +935,14 @@ def test_edits_of_functions_no_walk_follows_equal_fresh_runs_on_vllm(tmp_path):
         """Edit the first candidate that takes the statement; its cache status."""
         for qn in candidates:
             f = functions[qn]
-            if f.path in edited or not _insert_first(Path(work, f.path), f.line, statement):
+            text = statement(qn) if callable(statement) else statement
+            if f.path in edited or not _insert_first(Path(work, f.path), f.line, text):
                 continue
             edited.add(f.path)
             got = _cli(work, "check", "vllm", "--output-format", "json", "--cache-dir", d, env=env)
             fresh = _cli(work, "check", "vllm", "--output-format", "json", "--no-cache", "-j", "1")
             assert got.returncode == fresh.returncode == 1, got.stderr
-            assert json.loads(got.stdout) == json.loads(fresh.stdout), (qn, statement)
+            assert json.loads(got.stdout) == json.loads(fresh.stdout), (qn, text)
             return got.stderr.split("cachelint: cache ")[1].split()[0]
         raise AssertionError(f"no candidate takes {statement!r}")
 
@@ -849,6 +961,25 @@ def test_edits_of_functions_no_walk_follows_equal_fresh_runs_on_vllm(tmp_path):
     assert inert_hot
     rng.shuffle(inert_hot)
     statuses = [edit(inert_hot[k::3], "_cachelint_unknown.note()") for k in range(3)]
+    assert "verified" in statuses, statuses
+    # an edge: such a hot method calls a method of its class that is not hot
+    # (replayed over the kept hot graph; verified when the callee has nothing
+    # to report and nothing asked about it)
+    cold_callee: dict = {}
+    for qn in inert_hot:
+        f = functions[qn]
+        ci = analysis.program.classes.get(f.class_qualname or "")
+        if ci is None or f.self_name != "self" or not set(tags[qn]) <= cache.EDGE_READERS:
+            continue
+        for name, m in sorted(ci.methods.items()):
+            g = functions.get(m)
+            cold = g is not None and m not in analysis.hot.chains and not g.decorators
+            if cold and not name.startswith("_") and [x.name for x in g.params] == ["self"]:
+                cold_callee[qn] = name
+                break
+    edges = sorted(cold_callee)
+    rng.shuffle(edges)
+    statuses = [edit(edges[k::3], lambda qn: f"self.{cold_callee[qn]}()") for k in range(3)]
     assert "verified" in statuses, statuses
 
 

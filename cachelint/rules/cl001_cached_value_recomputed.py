@@ -276,6 +276,6 @@ def max_encoder_len(config: EngineConfig) -> int:
                 "callee": site.callee_names[0] if site.callee_names else None,
                 "residual_guard": list(use.residual_text),
                 "cost": site.cost,
-                "hot_kind": analysis.hot.kinds.get(g.qualname),
+                "hot_kind": analysis.hot.kind(g.qualname),
             },
         )

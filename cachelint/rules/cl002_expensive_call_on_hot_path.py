@@ -720,27 +720,7 @@ class Runner:
         low_ok = analysis.config.min_cost == "low"
         sites: list[Site] = []
         for qn in sorted(hot.chains):
-            f = p.functions[qn]
-            if f.under_type_checking:
-                continue
-            ctx = p.context(f)
-            for c in f.calls:
-                if not _runs_each_time(f, c, covered):
-                    continue
-                callee = p.canon(c.func, ctx)
-                names = p.callee_names(callee, dotted(c.func))
-                fn = p.callee_function(callee) if callee is not None else None
-                cost = costs.call_cost(names, fn)
-                if cost is None or (cost.cost == "low" and not low_ok):
-                    continue
-                key = None
-                if callee is not None:
-                    args = tuple(p.canon(a, ctx) for a in c.args) + tuple(
-                        ("kw", n, p.canon(v, ctx)) for n, v in c.kwargs
-                    )
-                    if all(a is not None and (a[0] != "kw" or a[2] is not None) for a in args):
-                        key = (callee, args)
-                sites.append(Site(f, c, cost, callee, key))
+            sites.extend(call_sites(p, costs, p.functions[qn], covered, low_ok))
         sites.extend(self._property_sites(analysis, costs, covered, low_ok))
         planner = HoistPlanner(analysis, hot)
         sites = planner.select(sites)
@@ -775,7 +755,7 @@ class Runner:
     def _finding(self, s: Site, hot, compiled_from: str | None = None) -> Finding:
         f, c, cost = s.function, s.call, s.cost
         chain = hot.chain(f.qualname)
-        kind = hot.kinds.get(f.qualname, "hot")
+        kind = hot.kind(f.qualname, "hot")
         shown = render(c.func)
         via = " -> ".join(x.rsplit(".", 2)[-2] + "." + x.rsplit(".", 1)[-1] if x.count(".") >= 1 else x for x in chain)
         why = f" ({cost.why})" if cost.why else ""
@@ -815,6 +795,31 @@ class Runner:
                 "property_read": c.is_read,
             },
         )
+
+
+def call_sites(p, costs: CostModel, f, covered: set, low_ok: bool) -> list[Site]:
+    """The calls of hot function ``f`` CL002 reports: expensive, and run each
+    time ``f`` runs (the cache checks a function that became hot with this)."""
+    sites: list[Site] = []
+    if f.under_type_checking:
+        return sites
+    ctx = p.context(f)
+    for c in f.calls:
+        if not _runs_each_time(f, c, covered):
+            continue
+        callee = p.canon(c.func, ctx)
+        names = p.callee_names(callee, dotted(c.func))
+        fn = p.callee_function(callee) if callee is not None else None
+        cost = costs.call_cost(names, fn)
+        if cost is None or (cost.cost == "low" and not low_ok):
+            continue
+        key = None
+        if callee is not None:
+            args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
+            if all(a is not None and (a[0] != "kw" or a[2] is not None) for a in args):
+                key = (callee, args)
+        sites.append(Site(f, c, cost, callee, key))
+    return sites
 
 
 def _runs_each_time(f, c, covered: set) -> bool:
