@@ -39,8 +39,9 @@ that copy:
                 moves the findings
     edit-edge   after adding a call of another method of the class to the
                 same root (``self.has_finished_requests()``): a new edge of
-                the call graph, so the whole-program analysis re-runs on the
-                cached indexes
+                the call graph, which makes that method hot; the cache
+                replays the hot-path walk over the edges it kept and checks
+                the newly hot function (the analysis re-runs if that fails)
 
 Every edit scenario changes one file; the edits accumulate over the rounds.
 
