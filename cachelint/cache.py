@@ -858,26 +858,26 @@ def verify_edited(analysis, checks: list, graph, watch, observed: dict, files, b
                 b = [call_key(g, i, False) for g, i in callers.get(callee, ())[:limit]]
                 if a != b:
                     return None
+            if new_hot and watch is None:
+                return None  # the property stage did not run: what it would see is unknown
             parsed: dict = {}
             texts: dict = {}
             where = {sf.path: i for i, sf in enumerate(files)}
             for qn in new_hot:
                 f = p.functions[qn]
                 if call_sites(p, costs, f, set(), True):
-                    return None
+                    return None  # a call CL002 may report (covered or not by CL001)
                 i = where.get(f.path)
                 if i is None or blobs[i] is None:
                     return None
-                if not f.under_type_checking and watch is not None:
-                    in_file = [n for n in watch[0] if b"." + n.encode() in blobs[i]]
-                    if in_file:
-                        reads = watched_reads(split_lines(decode_source(blobs[i])), f, in_file)
-                        if reads:
-                            return None
-                        if reads is not None:
-                            parsed[qn] = reads
-                elif watch is None and new_hot:
-                    return None
+                # the property stage's step for one hot function (hot_property_reads)
+                in_file = [n for n in watch[0] if b"." + n.encode() in blobs[i]]
+                if in_file and not f.under_type_checking:
+                    reads = watched_reads(split_lines(decode_source(blobs[i])), f, in_file)
+                    if reads:
+                        return None  # a read of an expensive property's name
+                    if reads is not None:
+                        parsed[qn] = reads
                 texts.setdefault(f.path, []).append((qn, _text_digest(_byte_lines(blobs[i]), f.line, f.end_line)))
         except _Refused:
             return None

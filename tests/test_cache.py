@@ -428,10 +428,21 @@ def cold_use(config: EngineConfig):
     return REGISTRY.max_len(config.model_config)
 
 
+class Settings:
+    @property
+    def limit(self) -> int:
+        return REGISTRY.max_len(self)
+
+
+def peek(settings: Settings):
+    return settings.limit
+
+
 class Runner:
-    def __init__(self, config: EngineConfig, root: str):
+    def __init__(self, config: EngineConfig, root: str, settings: Settings):
         self.config = config
         self.root = root
+        self.settings = settings
 
     def step(self, batch):
         return self.helper(self.root)
@@ -449,9 +460,10 @@ def test_an_added_edge_is_replayed_over_the_kept_hot_graph(project, tmp_path, mo
     walk is replayed over the edges the last run kept. A function that
     becomes hot with nothing to report keeps the findings (verified), and is
     hot for the next run's checks. One with a finding that named it off the
-    hot paths, one CL002 asked about (does a hot function write this
-    attribute?), or a new caller whose argument CL002 follows (is the call
-    the same on every run?) re-runs the analysis. Without the record of what the rules asked of the hot paths,
+    hot paths, one that reads an expensive property, one CL002 asked about
+    (does a hot function write this attribute?), or a new caller whose
+    argument CL002 follows (is the call the same on every run?) re-runs the
+    analysis. Without the record of what the rules asked of the hot paths,
     those two would be missed."""
     (project / "pyproject.toml").write_text(HOT_PYPROJECT)
     runner = project / "pkg" / "runner.py"
@@ -494,6 +506,14 @@ def test_an_added_edge_is_replayed_over_the_kept_hot_graph(project, tmp_path, mo
     r = run(d)
     assert r.cache == "partial"
     assert not [f for f in r.findings if f.function == "pkg.runner.Runner.helper"]
+    runner.write_text(EDGE_RUNNER)
+    run(d)
+
+    # peek reads the expensive property `limit`: a CL002 finding once hot
+    step("peek(self.settings)")
+    r = run(d)
+    assert r.cache == "partial"
+    assert [f.data["property_read"] for f in r.findings if f.function == "pkg.runner.peek"] == [True]
     runner.write_text(EDGE_RUNNER)
     run(d)
 
