@@ -491,40 +491,31 @@ def test_an_added_edge_is_replayed_over_the_kept_hot_graph(project, tmp_path, mo
     runner.write_text(EDGE_RUNNER)
     run(d)
 
-    # cold_use's CL001 finding asked for its hot path: now it has one
-    step("cold_use(self.config)")
-    r = run(d)
-    assert r.cache == "partial"
-    (cold,) = [f for f in r.findings if f.function == "pkg.runner.cold_use"]
-    assert cold.hot_path == ("pkg.runner.Runner.step", "pkg.runner.cold_use")
-    runner.write_text(EDGE_RUNNER)
-    run(d)
+    def reanalysed(statement: str) -> list:
+        """The findings with ``statement`` added to step, which must re-run
+        the analysis (then the edit is undone)."""
+        step(statement)
+        r = run(d)
+        assert r.cache == "partial", statement
+        runner.write_text(EDGE_RUNNER)
+        run(d)
+        return r.findings
 
+    def in_function(findings: list, qn: str) -> list:
+        return [f for f in findings if f.function == qn]
+
+    # cold_use's CL001 finding asked for its hot path: now it has one
+    (cold,) = in_function(reanalysed("cold_use(self.config)"), "pkg.runner.cold_use")
+    assert cold.hot_path == ("pkg.runner.Runner.step", "pkg.runner.cold_use")
     # a second call of helper, with the root's per-call argument: helper's
     # `root` varies now, and its call is no longer the same on every run
-    step("self.helper(batch)")
-    r = run(d)
-    assert r.cache == "partial"
-    assert not [f for f in r.findings if f.function == "pkg.runner.Runner.helper"]
-    runner.write_text(EDGE_RUNNER)
-    run(d)
-
+    assert not in_function(reanalysed("self.helper(batch)"), "pkg.runner.Runner.helper")
     # peek reads the expensive property `limit`: a CL002 finding once hot
-    step("peek(self.settings)")
-    r = run(d)
-    assert r.cache == "partial"
-    assert [f.data["property_read"] for f in r.findings if f.function == "pkg.runner.peek"] == [True]
-    runner.write_text(EDGE_RUNNER)
-    run(d)
-
+    peek = in_function(reanalysed("peek(self.settings)"), "pkg.runner.peek")
+    assert [(f.code, f.data["property_read"]) for f in peek] == [("CL002", True)]
     # set_root writes `self.root`, which helper's argument comes from: were
     # it hot, the argument would vary (CL002 asked whether it is)
-    step("self.set_root(batch)")
-    r = run(d)
-    assert r.cache == "partial"
-    assert not [f for f in r.findings if f.function == "pkg.runner.Runner.helper"]
-    runner.write_text(EDGE_RUNNER)
-    run(d)
+    assert not in_function(reanalysed("self.set_root(batch)"), "pkg.runner.Runner.helper")
 
     # the record carries the weight: without it both edits are verified, and
     # the cached runs differ from the fresh ones
