@@ -832,7 +832,7 @@ def verify_edited(analysis, checks: list, graph, watch, observed: dict, files, b
                         return None
                 edited[qn] = (old_calls, new_calls)
             if graph is None:
-                return None, {}, {}, {}
+                return None, readers(seen), {}, {}
             roots, old_edges, callers_read, absent = graph
             old_chains, old_kinds, _, old_callers = walk(roots, old_edges.__getitem__)
 
