@@ -808,7 +808,7 @@ def verify_edited(analysis, checks: list, graph, watch, observed: dict, files, b
     from .catalog import is_cached_function
     from .cost import CostModel
     from .index import decode_source, dotted, observing, readers, split_lines
-    from .properties import watched_reads
+    from .properties import named_in, watched_reads
     from .rules.cl002_expensive_call_on_hot_path import call_sites
 
     p = analysis.program
@@ -860,25 +860,34 @@ def verify_edited(analysis, checks: list, graph, watch, observed: dict, files, b
                     return None
             if new_hot and watch is None:
                 return None  # the property stage did not run: what it would see is unknown
-            parsed: dict = {}
-            texts: dict = {}
-            where = {sf.path: i for i, sf in enumerate(files)}
+            by_path: dict = {}
             for qn in new_hot:
                 f = p.functions[qn]
                 if call_sites(p, costs, f, set(), True):
                     return None  # a call CL002 may report (covered or not by CL001)
-                i = where.get(f.path)
-                if i is None or blobs[i] is None:
+                by_path.setdefault(f.path, []).append(f)
+            parsed: dict = {}
+            texts: dict = {}
+            where = {sf.path: i for i, sf in enumerate(files)}
+            for path, fns in by_path.items():
+                i = where.get(path)
+                data = blobs[i] if i is not None else None
+                if data is None:
                     return None
-                # the property stage's step for one hot function (hot_property_reads)
-                in_file = [n for n in watch[0] if b"." + n.encode() in blobs[i]]
-                if in_file and not f.under_type_checking:
-                    reads = watched_reads(split_lines(decode_source(blobs[i])), f, in_file)
+                # the property stage's step for each (hot_property_reads)
+                in_file = named_in(data, watch[0])
+                lines = None
+                for f in fns:
+                    if not in_file or f.under_type_checking:
+                        continue
+                    if lines is None:
+                        lines = split_lines(decode_source(data))
+                    reads = watched_reads(lines, f, in_file)
                     if reads:
                         return None  # a read of an expensive property's name
                     if reads is not None:
-                        parsed[qn] = reads
-                texts.setdefault(f.path, []).append((qn, _text_digest(_byte_lines(blobs[i]), f.line, f.end_line)))
+                        parsed[f.qualname] = reads
+                texts[path] = _text_digests(data, fns)
         except _Refused:
             return None
         except (SyntaxError, UnicodeDecodeError, LookupError):
@@ -1281,9 +1290,14 @@ def hot_texts(analysis, files, blobs) -> dict:
         data = blobs[i] if i is not None else None
         if data is None:
             continue
-        lines = _byte_lines(data)
-        out[path] = [(f.qualname, _text_digest(lines, f.line, f.end_line)) for f in fns]
+        out[path] = _text_digests(data, fns)
     return out
+
+
+def _text_digests(data: bytes, fns: list) -> list:
+    """[(qualname, digest of its lines)] for functions ``fns`` of a file."""
+    lines = _byte_lines(data)
+    return [(f.qualname, _text_digest(lines, f.line, f.end_line)) for f in fns]
 
 
 def _parallel_threshold() -> int:

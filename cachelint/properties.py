@@ -67,6 +67,13 @@ def watched_reads(lines: list[str], f: FunctionInfo, names) -> list | None:
     return function_reads(lines, f, watch) if watch else None
 
 
+def named_in(data: bytes, names) -> list:
+    """The ``names`` for which a file's bytes contain ``.name``: the hot
+    functions of other files are not parsed for reads (the cache asks the
+    same of a function that becomes hot)."""
+    return [n for n in names if b"." + n.encode() in data]
+
+
 def hot_property_reads(
     program: Program, hot: HotPaths, names, parsed: dict | None = None
 ) -> list[tuple[FunctionInfo, CallSite]]:
@@ -90,7 +97,6 @@ def hot_property_reads(
         f = program.functions.get(qn)
         if f is not None and not f.under_type_checking:
             hot_files.setdefault(f.path, []).append(f)
-    encoded = {n: b"." + n.encode() for n in names}
     out: list[tuple[FunctionInfo, CallSite]] = []
     for path in sorted(hot_files):
         fi = program.modules_by_path.get(path)
@@ -104,7 +110,7 @@ def hot_property_reads(
         except OSError:
             parsed.update(unread)
             continue
-        in_file = [n for n in names if encoded[n] in data]
+        in_file = named_in(data, names)
         if not in_file:
             continue
         try:
