@@ -464,7 +464,7 @@ def test_an_added_edge_is_replayed_over_the_kept_hot_graph(project, tmp_path, mo
     (does a hot function write this attribute?), or a new caller whose
     argument CL002 follows (is the call the same on every run?) re-runs the
     analysis. Without the record of what the rules asked of the hot paths,
-    those two would be missed."""
+    the last two would be missed."""
     (project / "pyproject.toml").write_text(HOT_PYPROJECT)
     runner = project / "pkg" / "runner.py"
     runner.write_text(EDGE_RUNNER)
