@@ -375,17 +375,25 @@ def conv(node: ast.AST, depth: int = 0) -> Expr:
     return UNKNOWN
 
 
+_MARKER_RE = re.compile("noqa|cachelint", re.IGNORECASE)
+
+
 def parse_suppressions(source: str) -> dict:
     """line -> frozenset of codes, or None for a bare ``noqa`` / ``ignore``.
 
     A line scan, not a tokenizer pass (tokenizing vLLM costs seconds): a
     marker counts when the ``#`` before it is outside string quotes on its line.
+    Only the lines that mention a marker are looked at.
     """
     out: dict = {}
     low = source.lower()
     if "noqa" not in low and "cachelint" not in low:
         return out
-    for lineno, text in enumerate(split_lines(source, False), 1):
+    if "\r" in source:  # a line may end in \r alone: number the lines the long way
+        lines = enumerate(split_lines(source, False), 1)
+    else:
+        lines = _marked_lines(source)
+    for lineno, text in lines:
         if "#" not in text:
             continue
         lt = text.lower()
@@ -402,6 +410,21 @@ def parse_suppressions(source: str) -> dict:
                 prev = out.get(lineno, frozenset())
                 out[lineno] = None if prev is None else prev | cs
     return out
+
+
+def _marked_lines(source: str):
+    """(number, text) of each line of ``source`` (which has no \\r) where
+    ``_MARKER_RE`` matches, in order, each once."""
+    line, counted, last_start = 1, 0, -1
+    for m in _MARKER_RE.finditer(source):
+        pos = m.start()
+        start = source.rfind("\n", 0, pos) + 1
+        if start == last_start:
+            continue
+        line += source.count("\n", counted, start)
+        counted = last_start = start
+        end = source.find("\n", pos)
+        yield line, source[start:] if end < 0 else source[start:end]
 
 
 def _in_string(text: str, pos: int) -> bool:
@@ -424,21 +447,27 @@ def _in_string(text: str, pos: int) -> bool:
 
 
 class _ColumnMap:
-    """ast byte offsets -> character offsets, only for non-ASCII lines."""
+    """ast byte offsets -> character offsets, only for non-ASCII lines.
+
+    ``wide`` holds the numbers of the lines with a non-ASCII character
+    (empty for an ASCII file): the position of a node on other lines needs
+    no conversion, and a file with one accented comment is not split into
+    lines for each of its nodes.
+    """
 
     def __init__(self, source: str) -> None:
         self.ascii = source.isascii()
-        self.lines = None if self.ascii else split_lines(source)
+        self.lines = None
+        self.wide: frozenset = frozenset()
+        if not self.ascii:
+            # numbered as Python numbers lines (breaks: \r\n, \r, \n only)
+            self.lines = split_lines(source)
+            self.wide = frozenset(i for i, text in enumerate(self.lines, 1) if not text.isascii())
 
     def col(self, line: int, byte_col: int) -> int:
-        if self.ascii or byte_col <= 0:
+        if byte_col <= 0 or line not in self.wide:
             return byte_col
-        try:
-            text = self.lines[line - 1]
-        except (IndexError, TypeError):
-            return byte_col
-        if text.isascii():
-            return byte_col
+        text = self.lines[line - 1]
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
 
 
@@ -683,14 +712,15 @@ class _FunctionBodyIndexer:
         self.handler_depth = 0
 
     def _pos(self, node) -> tuple[int, int, int, int]:
-        c = self.ix.cols
         line = node.lineno
         end_line = node.end_lineno or line
         end_col = node.end_col_offset
         if end_col is None:
             end_col = node.col_offset
-        if c.ascii:  # byte offsets are character offsets
+        wide = self.ix.cols.wide
+        if not wide or (line not in wide and end_line not in wide):  # byte offsets are character offsets
             return (line, node.col_offset, end_line, end_col or 0)
+        c = self.ix.cols
         return (line, c.col(line, node.col_offset), end_line, c.col(end_line, end_col or 0))
 
     def block(self, body: list, guard: Guard, in_loop: bool) -> None:
