@@ -99,13 +99,24 @@ class GlobSet:
             else:  # ends with a wildcard: the name must contain its longest literal run
                 self._always.append((max(literal_runs(p), key=len), i))
         self._memo: dict[str, int] = {}
+        # most names fit no pattern: one test each, in C, before building candidates
+        self._suffixes = tuple(tail for tail, _ in self._by_suffix)
+        self._anywhere = re.compile("|".join(re.escape(lit) for lit, _ in self._always)) if self._always else None
 
     def first(self, name: str) -> int:
         """Index of the first pattern matching ``name``, or -1."""
         hit = self._memo.get(name)
         if hit is not None:
             return hit
-        cands = list(self._by_last.get(name.rpartition(".")[2], ()))
+        bucket = self._by_last.get(name.rpartition(".")[2])
+        if (
+            bucket is None
+            and not (self._suffixes and name.endswith(self._suffixes))
+            and not (self._anywhere is not None and self._anywhere.search(name))
+        ):
+            self._memo[name] = -1
+            return -1
+        cands = list(bucket or ())
         cands.extend(i for tail, i in self._by_suffix if name.endswith(tail))
         cands.extend(i for lit, i in self._always if lit in name)
         hit = -1
