@@ -115,15 +115,6 @@ def use_keys(func, local_imports: dict, module_imports: dict) -> tuple:
     return (key,) if target is None else (key, target.rsplit(".", 1)[-1])
 
 
-def _last(call: CallSite) -> str | None:
-    d = call.func
-    if d[0] == "attr":
-        return d[2]
-    if d[0] == "name":
-        return d[1]
-    return None
-
-
 def _callee_key(callee: Value) -> str:
     """The name a callee is known by after aliases: ``probe``, ``max_len``."""
     last = callee[-1]
@@ -180,9 +171,8 @@ class CacheAnalysis:
         for a in fn.assigns:
             if a.target[0] in ("attr", "sub"):
                 return not_pure
-        ctx = self.program.context(fn)
         for c in fn.calls:
-            callee = self.program.canon(c.func, ctx)
+            callee = self.program.call_callee(fn, c)
             if callee is not None and len(callee) == 1 and callee[0][0] == "g":
                 qn = callee[0][1]
                 if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
@@ -206,10 +196,9 @@ class CacheAnalysis:
             return self._purity_memo[key]
         self._purity_memo[key] = None
         p = self.program
-        ctx = p.context(fn)
         result = None
         for c in fn.calls:
-            callee = p.canon(c.func, ctx)
+            callee = p.call_callee(fn, c)
             cnames = p.callee_names(callee, dotted(c.func))
             target = p.callee_function(callee) if callee is not None else None
             if target is not None and is_cached_function(target):
@@ -248,21 +237,14 @@ class CacheAnalysis:
         anchor_type = p.type_of((anchor,))
         if anchor_type is None:
             return None
-        callee = p.canon(c.func, ctx)
+        callee = p.call_callee(f, c)
         if callee is None:
             return None
-        args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
-        if any(a is None or (a[0] == "kw" and (a[1] is None or a[2] is None)) for a in args):
-            return None
-        # every argument must be nameable from the anchor or be global/constant
-        for a in args:
-            v = a[2] if a[0] == "kw" else a
-            if v[0][0] == "p" or (v[0][0] == "s" and v[0] != anchor):
-                return None
-            if v[0][0] == "c":
-                return None
         if callee[0][0] == "p" or (callee[0][0] == "s" and callee[0] != anchor):
             return None
+        # the callee's tests first: most fills construct an object or call
+        # something neither in the tree nor in the catalog (their arguments
+        # need not be resolved then)
         names = p.callee_names(callee, dotted(c.func))
         fn = p.callee_function(callee)
         entry = self.catalog.match(names)
@@ -274,6 +256,16 @@ class CacheAnalysis:
                 return None
         if fn is None and entry is None:
             return None
+        args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
+        if any(a is None or (a[0] == "kw" and (a[1] is None or a[2] is None)) for a in args):
+            return None
+        # every argument must be nameable from the anchor or be global/constant
+        for a in args:
+            v = a[2] if a[0] == "kw" else a
+            if v[0][0] == "p" or (v[0][0] == "s" and v[0] != anchor):
+                return None
+            if v[0][0] == "c":
+                return None
         if fn is not None and (is_cached_function(fn) or fn.name in CONSTRUCTORS):
             return None
         expensive = self.expensive(names, fn)
@@ -314,7 +306,8 @@ class CacheAnalysis:
     def _find_uses(self) -> list[Use]:
         out: list[Use] = []
         p = self.program
-        if not self.by_name:
+        by_name = self.by_name
+        if not by_name:
             return out
         for g in p.functions.values():
             if g.under_type_checking:
@@ -323,19 +316,19 @@ class CacheAnalysis:
             fi = p.modules_by_path.get(g.path)
             local_imports = None
             for c in scanned_calls(g):  # each call alone, keyed by use_keys (see index.observing)
-                key = _last(c) or ""
-                cands = self.by_name.get(key)
-                if not cands and c.func[0] == "name":
+                d = c.func  # its last name; this loop sees every call of the program
+                cands = by_name.get(d[2] if d[0] == "attr" else d[1] if d[0] == "name" else "")
+                if not cands and d[0] == "name":
                     if local_imports is None:
                         local_imports = function_imports(g.assigns)
-                    keys = use_keys(c.func, local_imports, fi.imports if fi is not None else {})
+                    keys = use_keys(d, local_imports, fi.imports if fi is not None else {})
                     if len(keys) > 1:
-                        cands = self.by_name.get(keys[1])
+                        cands = by_name.get(keys[1])
                 if not cands:
                     continue
                 if ctx is None:
                     ctx = p.context(g)
-                callee = p.canon(c.func, ctx)
+                callee = p.call_callee(g, c)
                 if callee is None:
                     continue
                 args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)

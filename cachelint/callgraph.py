@@ -78,8 +78,7 @@ class HotPaths:
 
 
 def resolve_call(program: Program, f: FunctionInfo, call: CallSite) -> FunctionInfo | None:
-    ctx = program.context(f)
-    callee = program.canon(call.func, ctx)
+    callee = program.call_callee(f, call)
     if callee is None:
         return None
     return program.callee_function(callee)

@@ -123,12 +123,11 @@ class CostModel:
             return memo[key]  # type: ignore[return-value]
         memo[key] = None  # recursion guard
         p = self.program
-        ctx = p.context(fn)
         result = None
         for c in fn.calls:
             if c.in_handler or fills_once(fn, c):
                 continue
-            callee = p.canon(c.func, ctx)
+            callee = p.call_callee(fn, c)
             names = p.callee_names(callee, dotted(c.func))
             target = p.callee_function(callee) if callee is not None else None
             if target is not None and (is_cached_function(target) or target is fn):
@@ -257,7 +256,6 @@ class CostModel:
         probes: list[str] = []
         loops = any(a.kind == "for" for a in fn.assigns)
         result = None
-        ctx = None
         for c in fn.calls:
             if c.func[0] == "name" and c.func[1] in PROBES and c.args:
                 target = dotted(c.args[0]) or ""
@@ -265,9 +263,7 @@ class CostModel:
                     probes.append(target)
                     continue
             if depth < 3:
-                if ctx is None:
-                    ctx = p.context(fn)
-                callee = p.canon(c.func, ctx)
+                callee = p.call_callee(fn, c)
                 g = p.callee_function(callee) if callee is not None else None
                 if g is not None and g is not fn and not is_cached_function(g) and g.name not in CONSTRUCTORS:
                     inner = self.walks_config(g, depth + 1)

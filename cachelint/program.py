@@ -98,6 +98,7 @@ class Program:
         self._type_memo: dict = {}
         self._in_progress: set = set()
         self._subclasses: dict | None = None
+        self._callees: dict = {}
 
     # ----- names -------------------------------------------------------------
     def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext:
@@ -327,6 +328,17 @@ class Program:
         return best[1] if best else None
 
     # ----- symbolic evaluation -------------------------------------------------
+    def call_callee(self, f: FunctionInfo, c) -> Value | None:
+        """``canon(c.func)`` in the context of ``f``, the function making call
+        ``c``; once per call: the hot-path walk, CL002, the cost walks and the
+        cache-site scans ask it of the same calls."""
+        hit = self._callees.get(id(c))
+        if hit is not None and hit[0] is c and hit[1] is f:
+            return hit[2]
+        v = self.canon(c.func, self.context(f))
+        self._callees[id(c)] = (c, f, v)  # holding c: its id is not reused
+        return v
+
     def canon(self, e, ctx: FunctionContext | None, depth: int = 0) -> Value | None:
         if depth > 14 or e is None:
             return None

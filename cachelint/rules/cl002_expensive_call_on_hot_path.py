@@ -807,7 +807,7 @@ def call_sites(p, costs: CostModel, f, covered: set, low_ok: bool) -> list[Site]
     for c in f.calls:
         if not _runs_each_time(f, c, covered):
             continue
-        callee = p.canon(c.func, ctx)
+        callee = p.call_callee(f, c)
         names = p.callee_names(callee, dotted(c.func))
         fn = p.callee_function(callee) if callee is not None else None
         cost = costs.call_cost(names, fn)
