@@ -375,9 +375,6 @@ def conv(node: ast.AST, depth: int = 0) -> Expr:
     return UNKNOWN
 
 
-_MARKER_RE = re.compile("noqa|cachelint", re.IGNORECASE)
-
-
 def parse_suppressions(source: str) -> dict:
     """line -> frozenset of codes, or None for a bare ``noqa`` / ``ignore``.
 
@@ -389,10 +386,11 @@ def parse_suppressions(source: str) -> dict:
     low = source.lower()
     if "noqa" not in low and "cachelint" not in low:
         return out
-    if "\r" in source:  # a line may end in \r alone: number the lines the long way
+    if "\r" in source or len(low) != len(source):
+        # a line may end in \r alone, or lowering moved the offsets: split it all
         lines = enumerate(split_lines(source, False), 1)
     else:
-        lines = _marked_lines(source)
+        lines = _marked_lines(source, low)
     for lineno, text in lines:
         if "#" not in text:
             continue
@@ -412,19 +410,30 @@ def parse_suppressions(source: str) -> dict:
     return out
 
 
-def _marked_lines(source: str):
-    """(number, text) of each line of ``source`` (which has no \\r) where
-    ``_MARKER_RE`` matches, in order, each once."""
+def _marked_lines(source: str, low: str) -> list[tuple[int, str]]:
+    """(number, text) of each line of ``source`` (no \\r in it; ``low`` is
+    its lower case, of the same length) that mentions a marker, in order."""
+    hits = []
+    for marker in ("noqa", "cachelint"):
+        i = low.find(marker)
+        while i >= 0:
+            hits.append(i)
+            end = low.find("\n", i)
+            if end < 0:
+                break
+            i = low.find(marker, end)
+    hits.sort()
+    out = []
     line, counted, last_start = 1, 0, -1
-    for m in _MARKER_RE.finditer(source):
-        pos = m.start()
+    for pos in hits:
         start = source.rfind("\n", 0, pos) + 1
         if start == last_start:
             continue
         line += source.count("\n", counted, start)
         counted = last_start = start
         end = source.find("\n", pos)
-        yield line, source[start:] if end < 0 else source[start:end]
+        out.append((line, source[start:] if end < 0 else source[start:end]))
+    return out
 
 
 def _in_string(text: str, pos: int) -> bool:
