@@ -424,8 +424,10 @@ _LINES_CLASS = tuple(_names(ClassInfo).index(n) for n in ("line", "end_line"))
 _LINES_ASSIGN = tuple(_names(Assign).index(n) for n in ("line", "end_line"))
 _LINES_CALL = tuple(_names(CallSite).index(n) for n in ("line", "end_line", "stmt_line"))
 # not seen by the whole-program analysis: suppressions (applied per file after
-# it), the line count, the source digest (the fixer's "changed since?" check)
-_FI_DROPPED = tuple(_FI.index(n) for n in ("suppressions", "n_lines", "digest") if n in _FI)
+# it), the line count, the source digest (the fixer's "changed since?" check);
+# and not compared: the positions of calls by scan key (index.scan_keys), a
+# function of the calls, which are compared
+_FI_DROPPED = tuple(_FI.index(n) for n in ("suppressions", "n_lines", "digest", "scans") if n in _FI)
 
 
 def _records(t: list):
@@ -470,8 +472,8 @@ def interface(t: list):
     """What the whole-program analysis can see of a file, up to line shifts.
 
     The encoded index with every line number replaced by its rank among the
-    file's lines, without the suppression comments, the line count and the
-    source digest.
+    file's lines, without the suppression comments, the line count, the
+    source digest and the calls' positions by scan key.
     Compare with ``==``.
     """
     t = _expanded(t)
@@ -623,7 +625,7 @@ _C_FUNC, _C_ASSIGNED = _names(CallSite).index("func"), _names(CallSite).index("a
 def _scanner(site_keys: set, module_imports: dict):
     """``scan_free(call, f)`` for one file: whether neither scan over every
     call would pick up the encoded ``call`` of the encoded function ``f``."""
-    from .cachesites import function_imports, use_keys
+    from .index import function_imports, use_keys
 
     def scan_free(call, f) -> bool:
         t = call[_C_ASSIGNED]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from .access import spell, spell_atom
 from .catalog import PURE_BUILTINS, Catalog, is_cached_function
 from .guards import Atom, guard_atoms, residual, substitute
-from .index import CallSite, FunctionInfo, dotted, render, scanned_calls
+from .index import CallSite, FunctionInfo, dotted, function_imports, render, scan_hits, use_keys
 from .program import CONSTRUCTORS, Program, Value
 
 
@@ -84,35 +84,23 @@ def _call_names(call: CallSite) -> str | None:
     return dotted(call.func)
 
 
-def fills_site(c: CallSite) -> bool:
-    """Whether :meth:`CacheAnalysis.collect` looks at a call: the whole value of
-    an attribute assignment."""
-    t = c.assigned_to
-    return t is not None and t[0] == "attr"
+def _fills(scans: tuple) -> tuple:
+    return scans[0]
 
 
-def function_imports(assigns) -> dict:
-    """A function's own imports: local name -> what it imports."""
-    out: dict = {}
-    for a in assigns:
-        if a.kind == "import" and a.target[0] == "name":
-            out.setdefault(a.target[1], a.value[1])
-    return out
-
-
-def use_keys(func, local_imports: dict, module_imports: dict) -> tuple:
-    """The names :meth:`CacheAnalysis._find_uses` looks a call up by among the
-    cache sites: its last name and, for a bare name, the last part of what it
-    imports (`from m import probe as measure`)."""
-    if func[0] == "attr":
-        return (func[2],)
-    if func[0] != "name":
-        return ("",)
-    key = func[1]
-    target = local_imports.get(key)
-    if target is None:
-        target = module_imports.get(key)
-    return (key,) if target is None else (key, target.rsplit(".", 1)[-1])
+def _named(scans: tuple, by_name: dict) -> list:
+    """The flat positions of a file's calls named by a key of ``by_name``, in order."""
+    keys = scans[1]
+    hit = by_name.keys() & keys.keys()
+    if not hit:
+        return []
+    if len(hit) == 1:
+        return keys[next(iter(hit))]
+    pairs = set()
+    for k in hit:
+        at = keys[k]
+        pairs.update(zip(at[::2], at[1::2]))
+    return [x for pair in sorted(pairs) for x in pair]
 
 
 def _callee_key(callee: Value) -> str:
@@ -214,16 +202,12 @@ class CacheAnalysis:
     # ----- cache sites ---------------------------------------------------------------
     def collect(self) -> None:
         p = self.program
-        for f in p.functions.values():
-            if f.under_type_checking:
-                continue
-            for c in scanned_calls(f):  # each call alone, keyed by fills_site (see index.observing)
-                if not fills_site(c):
-                    continue
-                site = self._site(f, c)
-                if site is not None:
-                    self.sites.append(site)
-                    self.by_name.setdefault(_callee_key(site.callee), []).append(site)
+        # each call alone, keyed by fills_site (see index.observing, index.scan_keys)
+        for f, c in scan_hits(p.functions, p.indexes, _fills):
+            site = self._site(f, c)
+            if site is not None:
+                self.sites.append(site)
+                self.by_name.setdefault(_callee_key(site.callee), []).append(site)
 
     def _site(self, f: FunctionInfo, c: CallSite) -> CacheSite | None:
         p = self.program
@@ -309,38 +293,38 @@ class CacheAnalysis:
         by_name = self.by_name
         if not by_name:
             return out
-        for g in p.functions.values():
-            if g.under_type_checking:
+        last = None
+        # each call alone, keyed by use_keys (see index.observing, index.scan_keys):
+        # only the calls a key of some site names
+        for g, c in scan_hits(p.functions, p.indexes, lambda scans: _named(scans, by_name)):
+            if g is not last:
+                last, ctx, local_imports = g, None, None
+                fi = p.modules_by_path.get(g.path)
+            d = c.func
+            cands = by_name.get(d[2] if d[0] == "attr" else d[1] if d[0] == "name" else "")
+            if not cands and d[0] == "name":
+                if local_imports is None:
+                    local_imports = function_imports(g.assigns)
+                keys = use_keys(d, local_imports, fi.imports if fi is not None else {})
+                if len(keys) > 1:
+                    cands = by_name.get(keys[1])
+            if not cands:
                 continue
-            ctx = None
-            fi = p.modules_by_path.get(g.path)
-            local_imports = None
-            for c in scanned_calls(g):  # each call alone, keyed by use_keys (see index.observing)
-                d = c.func  # its last name; this loop sees every call of the program
-                cands = by_name.get(d[2] if d[0] == "attr" else d[1] if d[0] == "name" else "")
-                if not cands and d[0] == "name":
-                    if local_imports is None:
-                        local_imports = function_imports(g.assigns)
-                    keys = use_keys(d, local_imports, fi.imports if fi is not None else {})
-                    if len(keys) > 1:
-                        cands = by_name.get(keys[1])
-                if not cands:
-                    continue
-                if ctx is None:
-                    ctx = p.context(g)
-                callee = p.call_callee(g, c)
-                if callee is None:
-                    continue
-                args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
-                best = None
-                for site in cands:
-                    if site.function is g and site.call is c:
-                        continue  # the fill itself
-                    u = self._unify(site, g, c, ctx, callee, args)
-                    if u is not None and (best is None or _rank(u) < _rank(best)):
-                        best = u
-                if best is not None:
-                    out.append(best)
+            if ctx is None:
+                ctx = p.context(g)
+            callee = p.call_callee(g, c)
+            if callee is None:
+                continue
+            args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
+            best = None
+            for site in cands:
+                if site.function is g and site.call is c:
+                    continue  # the fill itself
+                u = self._unify(site, g, c, ctx, callee, args)
+                if u is not None and (best is None or _rank(u) < _rank(best)):
+                    best = u
+            if best is not None:
+                out.append(best)
         return out
 
     def _unify(self, site: CacheSite, g: FunctionInfo, c: CallSite, ctx, callee, args) -> Use | None:
