@@ -355,9 +355,11 @@ _FN = _names(FunctionInfo)
 _get_fn = attrgetter(*(n if n != "calls" else "qualname" for n in _FN))
 _FN_PARAMS, _FN_ASSIGNS, _FN_CALLS = _FN.index("params"), _FN.index("assigns"), _FN.index("calls")
 _FI = _names(FileIndex)
-_get_fi = attrgetter(*_FI)
+# every field but the scans (read from __dict__ by encode_index, as loaded)
+_get_fi = attrgetter(*(n if n != "scans" else "path" for n in _FI))
 _FI_CLASSES, _FI_FUNCTIONS = _FI.index("classes"), _FI.index("functions")
 _FI_CALLS, _FI_ASSIGNS = _FI.index("module_calls"), _FI.index("module_assigns")
+_FI_SCANS = _FI.index("scans")
 
 
 def _enc_fn(f: FunctionInfo) -> list:
@@ -377,6 +379,10 @@ def encode_index(fi: FileIndex) -> list:
     t[_FI_FUNCTIONS] = [_enc_fn(f) for f in fi.functions]
     t[_FI_CALLS] = [_get_call(c) for c in fi.module_calls]
     t[_FI_ASSIGNS] = [_get_assign(a) for a in fi.module_assigns]
+    scans = fi.__dict__["scans"]  # as loaded, if it was (see index._Packed)
+    # marshalled apart, like the calls: a run that does not scan (a verified
+    # edit) loads them as one bytes object per file
+    t[_FI_SCANS] = marshal.dumps(scans) if type(scans) is tuple else scans
     return t
 
 
@@ -395,8 +401,11 @@ def decode_index(t: list, unpack_calls: bool = False) -> FileIndex:
     """The FileIndex of an encoded one. Its functions' calls stay marshalled
     until read (see _enc_fn), unless ``unpack_calls``: the indexing pool's
     results are all read by the analysis that follows, and unpacking them
-    while the workers still run keeps that work off the serial part."""
+    while the workers still run keeps that work off the serial part (so are
+    the positions of the calls by scan key, see index.scan_hits)."""
     t = list(t)
+    if unpack_calls and type(t[_FI_SCANS]) is bytes:
+        t[_FI_SCANS] = marshal.loads(t[_FI_SCANS])
     t[_FI_CLASSES] = [ClassInfo(*c) for c in t[_FI_CLASSES]]
     t[_FI_FUNCTIONS] = [_dec_fn(list(f), unpack_calls) for f in t[_FI_FUNCTIONS]]
     t[_FI_CALLS] = [CallSite(*c) for c in t[_FI_CALLS]]
@@ -405,8 +414,9 @@ def decode_index(t: list, unpack_calls: bool = False) -> FileIndex:
 
 
 def _expanded(t: list) -> list:
-    """An encoded index with each function's calls as a list of tuples, as the
-    checks below read them (stored, they are marshalled bytes: see _enc_fn)."""
+    """An encoded index with each function's calls as a list of tuples, and
+    its calls' positions by scan key as tuples, as the checks below read them
+    (stored, they are marshalled bytes: see _enc_fn and encode_index)."""
     out = list(t)
     fns = []
     for f in t[_FI_FUNCTIONS]:
@@ -415,6 +425,8 @@ def _expanded(t: list) -> list:
             f[_FN_CALLS] = marshal.loads(f[_FN_CALLS])
         fns.append(f)
     out[_FI_FUNCTIONS] = fns
+    if type(t[_FI_SCANS]) is bytes:
+        out[_FI_SCANS] = marshal.loads(t[_FI_SCANS])
     return out
 
 

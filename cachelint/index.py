@@ -254,8 +254,31 @@ class FileIndex:
     reads: list = field(default_factory=list)
     digest: str = ""  # of the decoded source: the fixer refuses a file changed since
     # which calls of its functions the two scans of every call in
-    # cachelint.cachesites may pick up (see scan_keys); None: not computed
-    scans: tuple | None = None
+    # cachelint.cachesites may pick up (see scan_keys); None: not computed;
+    # bytes: as loaded from the cache, unpacked on first use
+    scans: tuple | bytes | None = None
+
+
+class _Packed:
+    """A field that may hold its value marshalled (as loaded from the cache),
+    unmarshalled on first read: ``FileIndex.scans``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        v = obj.__dict__[self.name]
+        if type(v) is bytes:
+            v = obj.__dict__[self.name] = marshal.loads(v)
+        return v
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__[self.name] = value
+
+
+FileIndex.scans = _Packed("scans")  # type: ignore[assignment]  # after @dataclass: it keeps the field
 
 
 def _last_name(e: Expr) -> str | None:

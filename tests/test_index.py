@@ -4,7 +4,23 @@ from __future__ import annotations
 
 import textwrap
 
-from cachelint.index import index_source, parse_suppressions, render
+import random
+
+from cachelint import cache
+from cachelint.cachesites import _named
+from cachelint.index import (
+    _SUPPRESS_RE,
+    _in_string,
+    fills_site,
+    function_imports,
+    index_source,
+    parse_suppressions,
+    render,
+    scan_hits,
+    scanned_calls,
+    split_lines,
+    use_keys,
+)
 
 
 def _index(code: str, module: str = "pkg.mod", is_package: bool = False):
@@ -129,6 +145,102 @@ def test_suppression_comments():
     assert 5 not in s
     assert s[6] is None
     assert s[7] == frozenset({"CL002"})
+
+
+def _suppressions_of_every_line(source: str) -> dict:
+    """parse_suppressions as it was, reading every line: the reference."""
+    out: dict = {}
+    for lineno, text in enumerate(split_lines(source, False), 1):
+        lt = text.lower()
+        if "#" not in text or ("noqa" not in lt and "cachelint" not in lt):
+            continue
+        for m in _SUPPRESS_RE.finditer(text):
+            if _in_string(text, m.start()):
+                continue
+            codes = m.group("c1") if m.group("c1") is not None else m.group("c2")
+            if codes is None or not codes.strip():
+                out[lineno] = None
+            else:
+                cs = frozenset(c.strip().upper() for c in codes.split(",") if c.strip())
+                prev = out.get(lineno, frozenset())
+                out[lineno] = None if prev is None else prev | cs
+    return out
+
+
+def test_suppressions_read_on_marked_lines_equal_a_read_of_every_line():
+    # only the lines that mention a marker are read; line numbers must stay
+    # Python's (\r\n, \r and \n break lines; \f and \u2028 do not), and a
+    # lower case that changes the text's length (\u0130) must not shift them
+    parts = ["#", " ", "noqa", "NOQA", ":", "CL001", ",", "\n", "\r\n", "\r", "'", '"', "\\",
+             "cachelint", "ignore", "[", "]", "x", "\u00e9", "\x0c", "\u2028", "\u0130", "\u0131"]
+    rnd = random.Random(6)
+    for _ in range(20000):
+        src = "".join(rnd.choice(parts) for _ in range(rnd.randint(0, 40)))
+        assert parse_suppressions(src) == _suppressions_of_every_line(src), repr(src)
+    src = "x = 1\n\x0cy = f()  # noqa: CL002\nz = 2  # NoQa"
+    assert parse_suppressions(src) == {2: frozenset({"CL002"}), 3: None}
+
+
+def _every_call(fi, pick_call):
+    """The brute-force scan: every call of every function, in order."""
+    return [
+        (f, c)
+        for f in fi.functions
+        if not f.under_type_checking
+        for c in scanned_calls(f)
+        if pick_call(f, c)
+    ]
+
+
+def test_scan_positions_name_exactly_the_calls_a_scan_of_every_call_picks():
+    fi = _index(
+        """
+        from typing import TYPE_CHECKING
+        from pkg.probes import probe as measure
+        import pkg.helpers as helpers
+
+        class Holder:
+            def __init__(self, cfg):
+                self.size = measure(cfg)
+                self.table = helpers.build(cfg)
+                self.plain = cfg
+
+            def step(self, cfg):
+                from pkg.other import probe
+                n = measure(cfg) + probe(cfg)
+                self.size = len(cfg)
+                return helpers.build(cfg), n, (lambda: 0)(), self.get()
+
+        if TYPE_CHECKING:
+            def typed(cfg):
+                self.size = measure(cfg)
+        """
+    )
+    functions = {f.qualname: f for f in fi.functions}
+    # cache sites' fills: the calls assigned whole to an attribute
+    fills = list(scan_hits(functions, [fi], lambda scans: scans[0]))
+    assert fills == _every_call(fi, lambda f, c: fills_site(c))
+    assert [render(c.func) for _, c in fills] == ["measure", "helpers.build", "len"]
+
+    def named(keys):  # the scan of uses' pick, for the sites' keys ``keys``
+        return lambda scans: _named(scans, dict.fromkeys(keys))
+
+    def key_of(f, c, keys):
+        return any(k in keys for k in use_keys(c.func, function_imports(f.assigns), fi.imports))
+
+    for keys in ({"probe"}, {"measure"}, {"build"}, {""}, {"get", "len"}, {"missing"}):
+        got = list(scan_hits(functions, [fi], named(keys)))
+        assert got == _every_call(fi, lambda f, c: key_of(f, c, keys)), keys
+    # `measure` is found by what it imports, `probe` by its own name and a local import
+    assert len(list(scan_hits(functions, [fi], named({"probe"})))) == 3
+    # stored and loaded (marshalled until read), or never computed: the same positions
+    loaded = cache.decode_index(cache.encode_index(fi))
+    assert type(loaded.__dict__["scans"]) is bytes
+    assert list(scan_hits({f.qualname: f for f in loaded.functions}, [loaded], named({"build"}))) == [
+        (f, c) for f, c in _every_call(loaded, lambda f, c: key_of(f, c, {"build"}))
+    ]
+    fi.scans = None
+    assert list(scan_hits(functions, [fi], lambda scans: scans[0])) == fills
 
 
 def test_bad_input_is_recorded_not_raised():

@@ -255,3 +255,35 @@ def test_lock_catches_the_0_13_0_regression(fixed_copy, tmp_path):
     sched = next(f for f in seed if f["function"] == "vllm.v1.core.sched.scheduler.Scheduler.schedule")
     assert sched["path"] == "vllm/v1/core/sched/scheduler.py"
     assert "max_num_batched_tokens" in sched["message"]  # what the readers get instead
+
+
+def test_scan_positions_pick_what_a_scan_of_every_call_picks(v0102, monkeypatch):
+    """The cache-site scans visit the calls each file's index lists by key
+    (index.scan_keys), computed in the indexing workers: on the whole tree,
+    exactly the calls, in the order, that a scan of every call picks."""
+    from cachelint import api
+    from cachelint.cachesites import _fills, _named
+    from cachelint.config import Config
+    from cachelint.index import fills_site, function_imports, scan_hits, scanned_calls, use_keys
+
+    monkeypatch.chdir(v0102)
+    analysis, _ = api.analyse(["vllm"], Config(), jobs=2)
+    p = analysis.program
+    by_name = analysis.cache_analysis.by_name
+    every = [(f, c) for f in p.functions.values() if not f.under_type_checking for c in scanned_calls(f)]
+    assert len(every) > 50_000 and len(by_name) > 20
+
+    def ids(pairs) -> list:
+        return [(id(f), id(c)) for f, c in pairs]
+
+    fills = [(f, c) for f, c in every if fills_site(c)]
+    assert len(fills) > 1000
+    assert ids(scan_hits(p.functions, p.indexes, _fills)) == ids(fills)
+
+    def named(f, c) -> bool:
+        keys = use_keys(c.func, function_imports(f.assigns), p.modules_by_path[f.path].imports)
+        return any(k in by_name for k in keys)
+
+    uses = [(f, c) for f, c in every if named(f, c)]
+    assert len(uses) > 100
+    assert ids(scan_hits(p.functions, p.indexes, lambda scans: _named(scans, by_name))) == ids(uses)
