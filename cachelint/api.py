@@ -321,12 +321,22 @@ def _resolve(config: Config, files: list[SourceFile]) -> Config:
 
 
 def run_rules(analysis: Analysis, rules) -> tuple[list[Finding], list[bool]]:
-    """Every rule's findings over the whole program, and whether each is suppressed."""
-    findings: list[Finding] = []
-    for rule_cls in rules:
-        findings.extend(rule_cls().check(analysis))
-    by_path = analysis.program.modules_by_path
-    return findings, [_suppressed(f, by_path.get(f.path)) for f in findings]
+    """Every rule's findings over the whole program, and whether each is suppressed.
+
+    With the cyclic GC paused: the analysis builds memos, contexts and
+    findings that live for the run, and the collections its allocations
+    triggered (about 700 on vLLM 0.33.0) took 0.4 to 0.5 s of its 1.8 to 2.1 s.
+    What it built is then frozen out of the GC's reach, as the index is (see
+    :func:`index_files`): else the first collection after would scan it all.
+    """
+    with gc_paused():
+        findings: list[Finding] = []
+        for rule_cls in rules:
+            findings.extend(rule_cls().check(analysis))
+        by_path = analysis.program.modules_by_path
+        flags = [_suppressed(f, by_path.get(f.path)) for f in findings]
+        gc.freeze()
+    return findings, flags
 
 
 def check(
@@ -428,6 +438,10 @@ def check(
                 break
             analysis, findings = _reanalyse(paths, config, rules, jobs, report_only, lock_path)
             result.findings = findings
+    # the index and the analysis were frozen out of the GC's reach for the
+    # run (index_files, run_rules); back in the oldest generation, what the
+    # caller drops is collected again (a cheap list splice, no collection)
+    gc.unfreeze()
     return result
 
 
