@@ -239,7 +239,7 @@ def index_shared(
                     for i, body in zip(chunk, _chunk_result(fut.result())):
                         if on_remote is not None:
                             on_remote(i, body)
-                        out[i] = decode_index(marshal.loads(body), unpack_calls=True)
+                        out[i] = decode_index(marshal.loads(body), unpack_scans=True)
                     if progress is not None:
                         progress.advance(len(chunk))
 
