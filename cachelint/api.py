@@ -188,7 +188,7 @@ def index_shared(
     """Index ``(data, path, module, is_package)`` items on ``jobs`` cores: this
     process and ``jobs - 1`` workers. None if there is no multiprocessing.
 
-    The items are dealt into small chunks, all submitted to the pool; this
+    The items are dealt into chunks (see :func:`_chunk_plan`), all submitted to the pool; this
     process takes chunks from the end of the queue for itself as long as it
     can cancel them before a worker starts them (work stealing with the
     standard library). Workers send back marshalled tuples, not pickled
@@ -203,14 +203,7 @@ def index_shared(
 
     from .cache import decode_index
 
-    order = sorted(range(len(items)), key=lambda i: _item_size(items[i]), reverse=True)
-    # Small chunks: the pool queues one chunk beyond those its workers run,
-    # and this process stops stealing at the first chunk it cannot cancel,
-    # then waits for the queued ones. With 16 chunks that tail was about
-    # 1.2 s of vLLM 0.33.0 (3,231 files) with one core idle; with 96 it is
-    # a tenth of that, for about 1 ms per extra chunk.
-    n_chunks = max(16, jobs * 48)
-    chunks = [c for c in (order[k::n_chunks] for k in range(n_chunks)) if c]
+    chunks = _chunk_plan([_item_size(item) for item in items], jobs)
     out: list = [None] * len(items)
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     try:
@@ -263,6 +256,43 @@ def index_shared(
         if was_enabled:  # see gc_paused
             gc.enable()
     return out
+
+
+# Chunks are small where the workers (from the front of the queue) and this
+# process (from the back) meet: the middle, with one worker. The pool queues
+# one chunk beyond those its workers run, and this process stops stealing at
+# the first chunk it cannot cancel, then waits for those: with 96 equal
+# chunks, that wait was 0.3 to 0.45 s of a cold run on vLLM 0.33.0, with
+# this core idle. Where they meet moves with the load of each process (at 43
+# to 60% of the work here), so the middle 40% is all small chunks; toward the
+# ends they grow, which keeps their number (and the cost of each) low.
+_CHUNK_MIN = 1 / 400  # of the whole work: the size of the middle chunks
+_CHUNK_MIDDLE = 0.2  # small chunks this far (of the work) either side of where they meet
+_CHUNK_SLOPE = 0.25  # growth of chunk size with distance beyond that
+_FILE_COST = 2_000  # bytes' worth of fixed work per file (open, hash, encode)
+
+
+def _chunk_plan(sizes: list[int], jobs: int = 2) -> list[list[int]]:
+    """Item indices in chunks, the largest files first: each chunk's share
+    of the work grows with its distance from where ``jobs - 1`` workers and
+    this process are expected to meet, ``1 - 1 / jobs`` of the way (see above)."""
+    meet = 1 - 1 / max(jobs, 2)
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i], reverse=True)
+    cost = [sizes[i] + _FILE_COST for i in order]
+    total = sum(cost)
+    chunks = []
+    done = 0
+    k = 0
+    while k < len(order):
+        x = done / total
+        want = total * max(_CHUNK_MIN, _CHUNK_SLOPE * (abs(x - meet) - _CHUNK_MIDDLE))
+        start, got = k, 0
+        while k < len(order) and (got < want or k == start):
+            got += cost[k]
+            k += 1
+        chunks.append(order[start:k])
+        done += got
+    return chunks
 
 
 def _item_size(item: tuple) -> int:

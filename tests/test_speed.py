@@ -110,3 +110,35 @@ def test_rules_run_with_the_gc_paused_and_check_lets_the_run_go(tmp_path):
     finally:
         if not was:
             gc.disable()
+
+
+def test_chunk_plan_deals_every_file_once_and_keeps_the_middle_small():
+    from cachelint.api import _CHUNK_MIN, _FILE_COST, _chunk_plan
+
+    rng = random.Random(7)
+    for n in (0, 1, 2, 5, 60, 3000):
+        sizes = [int(rng.paretovariate(1.2) * 2_000) for _ in range(n)]
+        for jobs in (2, 3, 8):
+            chunks = _chunk_plan(sizes, jobs)
+            assert sorted(i for c in chunks for i in c) == list(range(n))
+            assert all(chunks)
+            flat = [i for c in chunks for i in c]
+            assert [sizes[i] for i in flat] == sorted(sizes, reverse=True)  # largest first
+            if n < 3000:
+                continue
+            # where the workers and this process meet (1 - 1/jobs of the
+            # work, give or take a fifth), no chunk is more than the minimum
+            # share plus one file: the wait at the end of the pool is short
+            cost = [sizes[i] + _FILE_COST for i in flat]
+            total, meet, done, k = sum(cost), 1 - 1 / jobs, 0, 0
+            biggest_mid = biggest = 0
+            for c in chunks:
+                w = sum(cost[k : k + len(c)])
+                biggest = max(biggest, w)
+                if abs(done / total - meet) < 0.18 and abs((done + w) / total - meet) < 0.18:
+                    biggest_mid = max(biggest_mid, w - cost[k + len(c) - 1])
+                done += w
+                k += len(c)
+            assert biggest_mid <= _CHUNK_MIN * total
+            assert biggest > 10 * _CHUNK_MIN * total  # and bigger ones away from it
+            assert len(chunks) < 0.6 / _CHUNK_MIN
