@@ -845,16 +845,15 @@ class _FunctionBodyIndexer:
             call_target = None
             if len(stmt.targets) == 1 and type(stmt.value) is ast.Call:
                 call_target = conv(stmt.targets[0])
-            self.expr(stmt.value, guard, in_loop, stmt.lineno, assigned_to=call_target)
-            value = conv(stmt.value)
+            value = self.expr(stmt.value, guard, in_loop, stmt.lineno, assigned_to=call_target) or conv(stmt.value)
             for tgt in stmt.targets:
                 self._bind(tgt, value, stmt, guard, in_loop, "assign")
             return
         if t is ast.AnnAssign:
             if stmt.value is not None:
                 call_target = conv(stmt.target) if type(stmt.value) is ast.Call else None
-                self.expr(stmt.value, guard, in_loop, stmt.lineno, assigned_to=call_target)
-                self._bind(stmt.target, conv(stmt.value), stmt, guard, in_loop, "annassign")
+                value = self.expr(stmt.value, guard, in_loop, stmt.lineno, assigned_to=call_target)
+                self._bind(stmt.target, value or conv(stmt.value), stmt, guard, in_loop, "annassign")
             return
         if t is ast.AugAssign:
             self.expr(stmt.value, guard, in_loop, stmt.lineno)
@@ -863,8 +862,7 @@ class _FunctionBodyIndexer:
             return
         if t is ast.Return:
             if stmt.value is not None:
-                self.expr(stmt.value, guard, in_loop, stmt.lineno)
-                self.returns.append(conv(stmt.value))
+                self.returns.append(self.expr(stmt.value, guard, in_loop, stmt.lineno) or conv(stmt.value))
             else:
                 self.returns.append(("const", None))
             return
@@ -898,12 +896,16 @@ class _FunctionBodyIndexer:
         line, col, end_line, end_col = self._pos(tgt)
         self.assigns.append(Assign(conv(tgt), value, line, col, end_line, end_col, guard, in_loop, kind))
 
-    def expr(self, node: ast.AST, guard: Guard, in_loop: bool, stmt_line: int, assigned_to: Expr | None = None) -> None:
+    def expr(self, node: ast.AST, guard: Guard, in_loop: bool, stmt_line: int, assigned_to: Expr | None = None):
         """Record every call in ``node`` (not inside lambdas / nested defs).
+        If ``node`` is a call, return ``conv(node)``, built from the parts
+        its CallSite converted (else None): an assignment's or a return's
+        value is most often a call (3 to 4 % of the walk on vLLM 0.33.0).
 
         The hottest loop of indexing: node types are tested commonest first
         against module constants, and leaves (names, constants) are never
         pushed."""
+        top = None
         stack = [(node, guard, in_loop, assigned_to)]
         push, pop = stack.append, stack.pop
         leaves = _LEAVES
@@ -912,10 +914,13 @@ class _FunctionBodyIndexer:
             t = type(n)
             if t is _Call:
                 line, col, end_line, end_col = self._pos(n)
-                args = tuple([UNKNOWN if type(a) is _Starred else conv(a) for a in n.args]) if n.args else ()
-                kwargs = tuple([(k.arg, conv(k.value)) for k in n.keywords]) if n.keywords else ()
+                # at depth 1, as conv(n) converts them (see above)
+                args = tuple([UNKNOWN if type(a) is _Starred else conv(a, 1) for a in n.args]) if n.args else ()
+                kwargs = tuple([(k.arg, conv(k.value, 1)) for k in n.keywords]) if n.keywords else ()
                 f = n.func
-                func = ("name", f.id) if type(f) is _Name else conv(f)
+                func = ("name", f.id) if type(f) is _Name else conv(f, 1)
+                if n is node:
+                    top = ("call", func, args, kwargs)
                 self.calls.append(
                     CallSite(func, args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at, self.handler_depth > 0)
                 )
@@ -1015,6 +1020,7 @@ class _FunctionBodyIndexer:
                     push((child, g, loop, None))
         # keep calls in source order for stable output
         # (the stack visits in reverse; callers sort once per function)
+        return top
 
 
 # ----- the keys of the two scans over every call -------------------------------
