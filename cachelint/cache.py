@@ -398,7 +398,7 @@ def _dec_fn(t: list) -> FunctionInfo:
 def decode_index(t: list, unpack_scans: bool = False) -> FileIndex:
     """The FileIndex of an encoded one. Its functions' calls stay marshalled
     until read (see _enc_fn and index._unpack_calls): the analysis reads those
-    of about one function in twelve (vLLM 0.33.0: 5,000 of 60,000), the hot
+    of about one function in eight (vLLM 0.33.0: 5,000 of 42,000), the hot
     paths' and the cache-site scans' hits. With ``unpack_scans``, the
     positions of the calls by scan key are unpacked now (every analysis
     reads them all, see index.scan_hits): the indexing pool's results, decoded
