@@ -59,7 +59,7 @@ class Result:
 
 
 @contextmanager
-def gc_paused():
+def gc_paused(freeze: bool = False):
     """The cyclic GC off for a block, then as it was before.
 
     Blocks that pause it nest (the cached run pauses it around the pool,
@@ -67,12 +67,20 @@ def gc_paused():
     left it on with a fresh index of millions of objects and no freeze yet,
     and the next allocations paid a full collection (0.5 s of a cold run on
     vLLM 0.10.2).
+
+    With ``freeze``, what the block built lives for the run (the index, the
+    analysis) and is frozen out of the GC's reach before the GC is back on:
+    everything allocated while it was off counts as generation 0, and the
+    first allocation after would have the GC scan it all (0.3 to 0.45 s on
+    vLLM 0.10.2). :func:`check` unfreezes it at the end.
     """
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         if was:
             gc.enable()
 
@@ -157,14 +165,8 @@ def default_jobs() -> int:
 
 
 def index_files(files: list[SourceFile], jobs: int | None = None, progress: Progress | None = None) -> list[FileIndex]:
-    with gc_paused():
-        indexes = _index_files(files, jobs, progress)
-        # the index lives for the whole run: keep it out of GC passes. Frozen
-        # before the GC is back on: everything allocated while it was off
-        # counts as generation 0, and the first allocation after would have
-        # the GC scan it all (0.3 to 0.45 s on vLLM 0.10.2)
-        gc.freeze()
-    return indexes
+    with gc_paused(freeze=True):  # the index lives for the whole run
+        return _index_files(files, jobs, progress)
 
 
 def _index_files(files: list[SourceFile], jobs: int | None, progress: Progress | None = None) -> list[FileIndex]:
@@ -358,16 +360,14 @@ def run_rules(analysis: Analysis, rules) -> tuple[list[Finding], list[bool]]:
     findings that live for the run, and the collections its allocations
     triggered (about 700 on vLLM 0.33.0) took 0.4 to 0.5 s of its 1.8 to 2.1 s.
     What it built is then frozen out of the GC's reach, as the index is (see
-    :func:`index_files`): else the first collection after would scan it all.
+    :func:`gc_paused`): else the first collection after would scan it all.
     """
-    with gc_paused():
+    with gc_paused(freeze=True):
         findings: list[Finding] = []
         for rule_cls in rules:
             findings.extend(rule_cls().check(analysis))
         by_path = analysis.program.modules_by_path
-        flags = [_suppressed(f, by_path.get(f.path)) for f in findings]
-        gc.freeze()
-    return findings, flags
+        return findings, [_suppressed(f, by_path.get(f.path)) for f in findings]
 
 
 def check(
@@ -387,93 +387,95 @@ def check(
     ``report_only``: files or directories; the whole of ``paths`` is
     analysed (it feeds the call graph and the cache sites) but only findings
     in these are reported and fixed (the pre-commit hook's mode)."""
-    config = config or Config()
-    rules = select_rules(config.select, config.ignore)
-    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
-    lock_path = lock_location(paths, config)
-    resolved: list[Config] = []
+    try:
+        config = config or Config()
+        rules = select_rules(config.select, config.ignore)
+        files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+        lock_path = lock_location(paths, config)
+        resolved: list[Config] = []
 
-    def resolve() -> Config:
-        if not resolved:
-            resolved.append(_resolve(config, files))
-        return resolved[0]
+        def resolve() -> Config:
+            if not resolved:
+                resolved.append(_resolve(config, files))
+            return resolved[0]
 
-    def make_analysis(indexes: list[FileIndex]) -> Analysis:
-        return _analysis(indexes, resolve(), lock_path)
+        def make_analysis(indexes: list[FileIndex]) -> Analysis:
+            return _analysis(indexes, resolve(), lock_path)
 
-    # fixing needs the analysis: the lock records what each rewrite relies on,
-    # and the fixer checks each file against the digest it was analysed at
-    need_analysis = fix
-    if progress is not None:
-        progress.stage("Indexing", len(files))
-    if cache_dir is not None:
-        from .cache import Cache, cached_findings
-
-        findings, how, analysis = cached_findings(
-            files,
-            config,
-            make_analysis,
-            rules,
-            Cache(cache_dir),
-            jobs,
-            lock_hash(lock_path),
-            need_analysis,
-            progress,
-            resolve=resolve,
-        )
-    else:
-        indexes = index_files(files, jobs, progress)
+        # fixing needs the analysis: the lock records what each rewrite relies on,
+        # and the fixer checks each file against the digest it was analysed at
+        need_analysis = fix
         if progress is not None:
-            progress.stage("Analysing")
-        analysis = make_analysis(indexes)
-        raw, flags = run_rules(analysis, rules)
-        findings, how = [f for f, s in zip(raw, flags) if not s], "off"
-    if report_only is not None:
-        # findings in the given files, and those about the project itself
-        # (a broken invariant of cachelint.lock, reported at the lock)
-        inside = _within(report_only)
-        findings = [f for f in findings if inside(f.path) or not f.path.endswith(".py")]
-    findings.sort(key=lambda f: (f.path, f.span.line, f.span.column, f.code))
-    result = Result(findings=findings, files=len(files), cache=how, lock_path=str(lock_path), _resolve=resolve)
-    if unsafe_fixes is None:
-        unsafe_fixes = config.unsafe_fixes  # presets never set it
-    if fix:
-        # Like ruff, fix until nothing changes: a fix can enable another (a
-        # value hoisted into __init__ becomes a cached attribute that CL001
-        # then has other readers use). Each pass after the first re-analyses.
-        for n in range(MAX_FIX_PASSES):
-            by_path = analysis.program.modules_by_path if analysis is not None else {}
-            digests = {path: fi.digest for path, fi in by_path.items()}
+            progress.stage("Indexing", len(files))
+        if cache_dir is not None:
+            from .cache import Cache, cached_findings
+
+            findings, how, analysis = cached_findings(
+                files,
+                config,
+                make_analysis,
+                rules,
+                Cache(cache_dir),
+                jobs,
+                lock_hash(lock_path),
+                need_analysis,
+                progress,
+                resolve=resolve,
+            )
+        else:
+            indexes = index_files(files, jobs, progress)
             if progress is not None:
-                progress.stage("Fixing", len({f.path for f in findings if f.fix is not None}))
-            file_fixes = compute_fixes(findings, unsafe_fixes, digests, progress)
-            fixed_ids: set = set()
-            for ff in file_fixes:
-                if ff.error:
-                    result.errors.append(f"{ff.path}: {ff.error}")
-                    continue
-                if write:
-                    err = write_fix(ff, roots=list(paths))
-                    if err:
-                        result.errors.append(err)
+                progress.stage("Analysing")
+            analysis = make_analysis(indexes)
+            raw, flags = run_rules(analysis, rules)
+            findings, how = [f for f, s in zip(raw, flags) if not s], "off"
+        if report_only is not None:
+            # findings in the given files, and those about the project itself
+            # (a broken invariant of cachelint.lock, reported at the lock)
+            inside = _within(report_only)
+            findings = [f for f in findings if inside(f.path) or not f.path.endswith(".py")]
+        findings.sort(key=lambda f: (f.path, f.span.line, f.span.column, f.code))
+        result = Result(findings=findings, files=len(files), cache=how, lock_path=str(lock_path), _resolve=resolve)
+        if unsafe_fixes is None:
+            unsafe_fixes = config.unsafe_fixes  # presets never set it
+        if fix:
+            # Like ruff, fix until nothing changes: a fix can enable another (a
+            # value hoisted into __init__ becomes a cached attribute that CL001
+            # then has other readers use). Each pass after the first re-analyses.
+            for n in range(MAX_FIX_PASSES):
+                by_path = analysis.program.modules_by_path if analysis is not None else {}
+                digests = {path: fi.digest for path, fi in by_path.items()}
+                if progress is not None:
+                    progress.stage("Fixing", len({f.path for f in findings if f.fix is not None}))
+                file_fixes = compute_fixes(findings, unsafe_fixes, digests, progress)
+                fixed_ids: set = set()
+                for ff in file_fixes:
+                    if ff.error:
+                        result.errors.append(f"{ff.path}: {ff.error}")
                         continue
-                fixed_ids.update(id(f) for f in ff.findings)
-            changed = [ff for ff in file_fixes if not ff.error and ff.new != ff.old]
-            result.file_fixes.extend(changed)
-            fixed_now = [f for f in findings if id(f) in fixed_ids]
-            result.fixed.extend(fixed_now)
-            result.findings = [f for f in findings if id(f) not in fixed_ids]
-            if write and analysis is not None:
-                _record_invariants(analysis, result, fixed_now)
-            if not write or not changed or n + 1 == MAX_FIX_PASSES:
-                break
-            analysis, findings = _reanalyse(paths, config, rules, jobs, report_only, lock_path)
-            result.findings = findings
-    # the index and the analysis were frozen out of the GC's reach for the
-    # run (index_files, run_rules); back in the oldest generation, what the
-    # caller drops is collected again (a cheap list splice, no collection)
-    gc.unfreeze()
-    return result
+                    if write:
+                        err = write_fix(ff, roots=list(paths))
+                        if err:
+                            result.errors.append(err)
+                            continue
+                    fixed_ids.update(id(f) for f in ff.findings)
+                changed = [ff for ff in file_fixes if not ff.error and ff.new != ff.old]
+                result.file_fixes.extend(changed)
+                fixed_now = [f for f in findings if id(f) in fixed_ids]
+                result.fixed.extend(fixed_now)
+                result.findings = [f for f in findings if id(f) not in fixed_ids]
+                if write and analysis is not None:
+                    _record_invariants(analysis, result, fixed_now)
+                if not write or not changed or n + 1 == MAX_FIX_PASSES:
+                    break
+                analysis, findings = _reanalyse(paths, config, rules, jobs, report_only, lock_path)
+                result.findings = findings
+        return result
+    finally:
+        # the index and the analysis were frozen out of the GC's reach for the
+        # run (gc_paused); back in the oldest generation, what the caller
+        # drops is collected again (a cheap list splice, no collection)
+        gc.unfreeze()
 
 
 # fix passes at most (each after the first re-analyses the tree)

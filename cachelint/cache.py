@@ -1117,9 +1117,7 @@ def cached_findings(
     ``resolve()`` returns the configuration with its presets merged (for
     the hot roots: without it, added functions always re-run the analysis).
     """
-    import gc
-
-    from .api import default_jobs, index_shared, run_rules
+    from .api import default_jobs, gc_paused, index_shared, run_rules
     from .index import index_bytes, index_file, read_bytes
 
     fp = tool_fingerprint()
@@ -1146,9 +1144,7 @@ def cached_findings(
             return [decode_finding(t) for t, s in zip(prev[1], prev[2]) if not s], "hit", None
     except (TypeError, ValueError, IndexError, KeyError):
         prev = None
-    was_enabled = gc.isenabled()
-    gc.disable()  # see api.gc_paused: millions of new objects, no cycles
-    try:
+    with gc_paused(freeze=True):  # millions of new objects, no cycles; the index lives for the run
         # with a lock, CL003/CL004 also read attribute reads from the sources,
         # which the interface does not cover: no remapping then
         remapped = None
@@ -1204,10 +1200,6 @@ def cached_findings(
                     progress.advance()
         cache.flush({_index_key(fp, sf, h) for sf, h in zip(files, hashes)})
         how = "miss" if len(todo) == len(files) else "partial"
-    finally:
-        gc.freeze()  # before the GC is back on (see api.index_files)
-        if was_enabled:
-            gc.enable()
     if remapped is not None:
         # calls edited in functions the analysis read: inert against the
         # whole program? (a few lookups, where the analysis takes seconds)

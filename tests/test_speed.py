@@ -8,6 +8,8 @@ from __future__ import annotations
 import fnmatch
 import random
 
+import pytest
+
 from cachelint.catalog import GlobSet, literal_runs
 from cachelint.config import Config, resolve_presets
 from cachelint.discover import discover, module_name_for
@@ -74,10 +76,10 @@ def test_self_attribute_writers_match_a_plain_scan():
     assert checked > 20
 
 
-def test_rules_run_with_the_gc_paused_and_check_lets_the_run_go(tmp_path):
+def test_rules_run_with_the_gc_paused_and_check_lets_the_run_go(tmp_path, monkeypatch):
     """run_rules pauses the cyclic GC and freezes what the analysis built (its
     collections took a fifth of the analysis on vLLM 0.33.0); check() puts the
-    frozen objects back in the GC's reach before returning."""
+    frozen objects back in the GC's reach before returning, or raising."""
     import gc
     import shutil
 
@@ -107,6 +109,17 @@ def test_rules_run_with_the_gc_paused_and_check_lets_the_run_go(tmp_path):
         assert gc.get_freeze_count() > frozen
         result = api.check([str(tmp_path / "before")], config, jobs=1)
         assert result.files and gc.get_freeze_count() == 0
+        real = api.run_rules
+
+        def failing(analysis, rules):
+            real(analysis, rules)  # frozen the index and the analysis
+            assert gc.get_freeze_count() > 0
+            raise RuntimeError("a rule failed")
+
+        monkeypatch.setattr(api, "run_rules", failing)
+        with pytest.raises(RuntimeError):
+            api.check([str(tmp_path / "before")], config, jobs=1)
+        assert gc.get_freeze_count() == 0
     finally:
         if not was:
             gc.disable()
