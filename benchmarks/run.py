@@ -74,7 +74,7 @@ TARGETS = {
     "0.10.2": {
         "cold": (2.0, "x"),
         "warm": (0.5, "s"),
-        **{k: (0.8, "s") for k in ("edit-text", "edit-code", "edit-call", "edit-body", "edit-hot", "edit-edge")},
+        **dict.fromkeys(("edit-text", "edit-code", "edit-call", "edit-body", "edit-hot", "edit-edge"), (0.8, "s")),
     },
     "*": {"cold": (2.0, "x")},
 }
@@ -89,9 +89,7 @@ def ruff_binary(given: str | None) -> str:
     if not exe.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         pip = venv / ("Scripts" if os.name == "nt" else "bin") / "pip"
-        subprocess.run(
-            [str(pip), "install", "-q", "--disable-pip-version-check", f"ruff=={RUFF_VERSION}"], check=True
-        )
+        subprocess.run([str(pip), "install", "-q", "--disable-pip-version-check", f"ruff=={RUFF_VERSION}"], check=True)
     return str(exe)
 
 
@@ -117,9 +115,15 @@ def insert_call(path: Path, function: str, r: int, statement: str | None = None)
 
     text = path.read_text(encoding="utf-8")
     node = next(
-        n for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
+        n
+        for n in ast.walk(ast.parse(text))
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
     )
-    body = node.body[1:] if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) else node.body
+    body = (
+        node.body[1:]
+        if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+        else node.body
+    )
     lines = text.splitlines(keepends=True)
     statement = statement or f'logger.debug("benchmark round %d", {r})'
     lines.insert(body[0].lineno - 1, " " * body[0].col_offset + statement + "\n")
@@ -199,7 +203,10 @@ def bench_version(version: str, rounds: int, ruff: str) -> dict:
                 res["rss"].append(rss)
                 res["status"].append(cache_status(stderr) if name != "ruff" else "")
                 res["load"].append(load)
-                print(f"  {version} round {r + 1}/{rounds} {name:<10} {wall:6.2f} s {rss:6.0f} MB {res['status'][-1]}", flush=True)
+                print(
+                    f"  {version} round {r + 1}/{rounds} {name:<10} {wall:6.2f} s {rss:6.0f} MB {res['status'][-1]}",
+                    flush=True,
+                )
         edit.write_bytes(original)
         profile = _profile(work, env) if PROFILE else None
         return {"files": len(files), "lines": n_lines, "results": results, "profile": profile}
@@ -219,7 +226,10 @@ def _profile(work: Path, env: dict) -> str:
     script.write_text("import sys\nfrom cachelint.cli import main\nsys.exit(main(sys.argv[1:]))\n")
     subprocess.run(
         [sys.executable, "-m", "cProfile", "-o", str(out), str(script), "check", "vllm", "-q", "--no-cache", "-j", "1"],
-        cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     import io
     import pstats
@@ -229,7 +239,9 @@ def _profile(work: Path, env: dict) -> str:
     stats.sort_stats("tottime").print_stats(20)
     lines = buf.getvalue().splitlines()
     start = next(i for i, line in enumerate(lines) if line.strip().startswith("ncalls"))
-    return "\n".join(line.replace(str(REPO) + "/", "").replace(sys.prefix, "<python>") for line in lines[start:] if line.strip())
+    return "\n".join(
+        line.replace(str(REPO) + "/", "").replace(sys.prefix, "<python>") for line in lines[start:] if line.strip()
+    )
 
 
 def _git(*args: str) -> str:

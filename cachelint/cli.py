@@ -71,9 +71,19 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
     c.add_argument("--no-chain", action="store_true", help="text output: omit hot-path chains")
     c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
-    c.add_argument("--jobs", "-j", type=int, default=None, help="processes for indexing (default: the cores the load average leaves free, plus one; serial below 64 files)")
+    c.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        help="processes for indexing (default: the cores the load average leaves free, plus one; serial below 64 files)",
+    )
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    c.add_argument("--cache-dir", default=None, help=f"cache directory (default: {DEFAULT_CACHE_DIR} at the project root, or $CACHELINT_CACHE_DIR)")
+    c.add_argument(
+        "--cache-dir",
+        default=None,
+        help=f"cache directory (default: {DEFAULT_CACHE_DIR} at the project root, or $CACHELINT_CACHE_DIR)",
+    )
 
     k = sub.add_parser("lock", help="rebuild cachelint.lock from the code and the existing lock (source untouched)")
     k.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
@@ -193,7 +203,7 @@ def _load_config(args, start: str | None = None):
 
 
 def _cache_dir(args, cfg, paths) -> Path:
-    from .cache import default_cache_dir, project_root
+    from .incremental.cache import default_cache_dir, project_root
 
     if args.cache_dir:
         return Path(args.cache_dir)
@@ -201,8 +211,8 @@ def _cache_dir(args, cfg, paths) -> Path:
 
 
 def _clean(args) -> int:
-    from .cache import clean
     from .config import ConfigError
+    from .incremental.cache import clean
 
     try:
         paths = args.paths or ["."]
@@ -220,7 +230,7 @@ def _lock(args) -> int:
 
     from .api import rebuild_lock
     from .config import ConfigError
-    from .lockfile import LockError
+    from .lock.lockfile import LockError
 
     try:
         cfg = _load_config(args).with_overrides(preset=args.preset)
@@ -234,14 +244,18 @@ def _lock(args) -> int:
     for err in errors:
         print(f"cachelint: error: {err}", file=sys.stderr)
     if old is None:
-        print(f"cachelint: no lock at {path}; `cachelint check --fix` writes one when it rewrites a call", file=sys.stderr)
+        print(
+            f"cachelint: no lock at {path}; `cachelint check --fix` writes one when it rewrites a call", file=sys.stderr
+        )
         return 0
     if new == old:
         print(f"{path}: up to date", file=sys.stderr)
         return 1 if errors else 0
     if args.check:
         sys.stdout.writelines(
-            difflib.unified_diff(old.splitlines(True), new.splitlines(True), fromfile=f"a/{path.name}", tofile=f"b/{path.name}")
+            difflib.unified_diff(
+                old.splitlines(True), new.splitlines(True), fromfile=f"a/{path.name}", tofile=f"b/{path.name}"
+            )
         )
         print(f"{path}: out of date; run `cachelint lock`", file=sys.stderr)
         return 1
@@ -252,10 +266,10 @@ def _lock(args) -> int:
 def _check(args) -> int:
     from .api import check
     from .config import ConfigError
-    from .lockfile import LockError
-    from .report import statistics, summary, to_json, to_text
+    from .lock.lockfile import LockError
+    from .output.report import statistics, summary, to_json, to_text
+    from .output.terminal import colour_enabled, progress_for, write_coloured
     from .rules import UnknownRuleError
-    from .terminal import colour_enabled, progress_for, write_coloured
 
     paths = args.paths or ["."]
     report_only = None
@@ -314,7 +328,7 @@ def _check(args) -> int:
     if fmt == "json":
         out.write(to_json(findings))
     elif fmt in ("sarif", "github", "concise"):
-        from . import formats
+        from .output import formats
 
         if fmt == "sarif":
             out.write(formats.to_sarif(findings))

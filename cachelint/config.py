@@ -97,7 +97,7 @@ def _str_list(d: dict, key: str, where: str) -> tuple[str, ...]:
 
 def _cost(value, where: str, what: str) -> str:
     if value not in COSTS:
-        raise ConfigError(f"{where}: {what} {value!r} must be \"high\" or \"low\"")
+        raise ConfigError(f'{where}: {what} {value!r} must be "high" or "low"')
     return value
 
 
@@ -215,7 +215,7 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_preset(name: str) -> dict:
     """A preset's parsed TOML (memoized: resolving reads each preset twice; do not mutate)."""
     path = PRESET_DIR / f"{name}.toml"

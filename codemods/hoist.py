@@ -210,7 +210,7 @@ class HoistCommand(ReplaceExpressionsCommand):
             body = updated.body
             stmts = list(body.body)
             for _, stmt, _e in inserts:
-                if stmts and _same(stmts[-1], stmt) or any(_same(s, stmt) for s in stmts):
+                if (stmts and _same(stmts[-1], stmt)) or any(_same(s, stmt) for s in stmts):
                     continue  # already there (a second run, or a shared hoist)
                 stmts.append(stmt)
             return updated.with_changes(body=body.with_changes(body=stmts))

@@ -209,9 +209,7 @@ class _Locator(cst.CSTVisitor):
                     key in self.wanted
                     and key not in self.found
                     and isinstance(node, cst.BaseExpression)
-                    and not _is_name_slot(
-                        self._stack[-1] if self._stack else None, node
-                    )
+                    and not _is_name_slot(self._stack[-1] if self._stack else None, node)
                 ):
                     self.found[key] = node
                     self.ancestors[node] = tuple(self._stack)
@@ -219,9 +217,7 @@ class _Locator(cst.CSTVisitor):
                 # its range; skip subtrees that cannot hold a wanted range.
                 # (Not done for compound statements: a FunctionDef's range may
                 # not cover its decorators.)
-                if not any(
-                    start <= (k[0], k[1]) and (k[2], k[3]) <= end for k in self.wanted
-                ):
+                if not any(start <= (k[0], k[1]) and (k[2], k[3]) <= end for k in self.wanted):
                     return False
         self._stack.append(node)
         return True
@@ -261,9 +257,7 @@ def _validate(code: str, filename: str) -> None:
         cst.parse_module(code)
         compile(code, filename, "exec", dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
-        raise FixError(
-            f"{filename}: rewritten code is not valid Python: {exc}"
-        ) from exc
+        raise FixError(f"{filename}: rewritten code is not valid Python: {exc}") from exc
 
 
 # ---------------------------------------------------------------------------
@@ -305,16 +299,12 @@ _LOOSE_SLOTS = (
 )
 
 
-def _needs_parens(
-    repl: cst.BaseExpression, parent: cst.CSTNode | None, original: cst.CSTNode
-) -> bool:
+def _needs_parens(repl: cst.BaseExpression, parent: cst.CSTNode | None, original: cst.CSTNode) -> bool:
     if repl.lpar or isinstance(repl, _ATOMIC):
         return False
     if isinstance(repl, (cst.NamedExpr, cst.Yield, cst.Tuple, cst.StarredElement)):
         return True
-    return not (
-        isinstance(parent, _LOOSE_SLOTS) and getattr(parent, "value", None) is original
-    )
+    return not (isinstance(parent, _LOOSE_SLOTS) and getattr(parent, "value", None) is original)
 
 
 # ---------------------------------------------------------------------------
@@ -353,9 +343,7 @@ def _same_file(candidates: Iterable[str], target: str) -> bool:
     return False
 
 
-def load_edits(
-    findings: str, filename: str, *, unsafe_fixes: bool = False
-) -> list[Edit]:
+def load_edits(findings: str, filename: str, *, unsafe_fixes: bool = False) -> list[Edit]:
     """Edits of a cachelint JSON report that apply to ``filename``.
 
     The report is a JSON list of findings ``{"path": ..., "fix": null | {
@@ -379,9 +367,7 @@ def load_edits(
         safe = fix.get("applicability") == Applicability.SAFE.value
         if not safe and not unsafe_fixes:
             continue
-        candidates = (
-            [path] if os.path.isabs(path) else [path, os.path.join(report_dir, path)]
-        )
+        candidates = [path] if os.path.isabs(path) else [path, os.path.join(report_dir, path)]
         if not _same_file(candidates, filename):
             continue
         for raw in fix.get("edits") or ():
@@ -398,8 +384,7 @@ def load_edits(
                     kind=EditKind(raw.get("kind") or EditKind.REPLACE.value),
                     target=str(raw.get("target") or ""),
                     anchors=tuple(
-                        Span(int(a[0]), int(a[1]) - 1, int(a[2]), int(a[3]) - 1)
-                        for a in raw.get("anchors") or ()
+                        Span(int(a[0]), int(a[1]) - 1, int(a[2]), int(a[3]) - 1) for a in raw.get("anchors") or ()
                     ),
                 )
             )
@@ -431,12 +416,8 @@ def _append_comments(
     if isinstance(ws, cst.ParenthesizedWhitespace):
         return ws.with_changes(empty_lines=[*ws.empty_lines, *comments])
     if isinstance(template, cst.ParenthesizedWhitespace):
-        return template.with_changes(
-            first_line=cst.TrailingWhitespace(), empty_lines=list(comments)
-        )
-    return cst.ParenthesizedWhitespace(
-        first_line=cst.TrailingWhitespace(), empty_lines=list(comments), indent=True
-    )
+        return template.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=list(comments))
+    return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=list(comments), indent=True)
 
 
 class RemoveImportsIfUnused(ContextAwareTransformer):
@@ -468,9 +449,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
         requests = context.scratch.setdefault(RemoveImportsIfUnused.CONTEXT_KEY, [])
         requests.append((node, name))
 
-    def __init__(
-        self, context: CodemodContext, requests: Sequence[tuple[cst.CSTNode, str]] = ()
-    ) -> None:
+    def __init__(self, context: CodemodContext, requests: Sequence[tuple[cst.CSTNode, str]] = ()) -> None:
         super().__init__(context)
         self._requests: list[tuple[cst.CSTNode, str]] = [
             *context.scratch.get(self.CONTEXT_KEY, ()),
@@ -501,9 +480,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
                 continue
             for assignment in scope[name]:
                 stmt = getattr(assignment, "node", None)
-                if not isinstance(assignment, ImportAssignment) or not isinstance(
-                    stmt, (cst.Import, cst.ImportFrom)
-                ):
+                if not isinstance(assignment, ImportAssignment) or not isinstance(stmt, (cst.Import, cst.ImportFrom)):
                     continue
                 if isinstance(stmt.names, cst.ImportStar) or _is_future_import(stmt):
                     continue
@@ -517,9 +494,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
         self._carry.append([])
         return True
 
-    def _unused(
-        self, module: cst.Module, candidates: dict[cst.ImportAlias, _AnyImport]
-    ) -> set[cst.ImportAlias]:
+    def _unused(self, module: cst.Module, candidates: dict[cst.ImportAlias, _AnyImport]) -> set[cst.ImportAlias]:
         """The candidates nothing in ``module`` uses.
 
         Fast path: a candidate whose bound names occur nowhere in the module's
@@ -548,26 +523,18 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
         if undecided:
             wrapper = self.context.wrapper
             assert wrapper is not None
-            wrapper.resolve_many(
-                GatherUnusedImportsVisitor.get_inherited_dependencies()
-            )
+            wrapper.resolve_many(GatherUnusedImportsVisitor.get_inherited_dependencies())
             gather = GatherUnusedImportsVisitor(self.context)
             module.visit(gather)
-            unused.update(
-                alias for alias, _ in gather.unused_imports if alias in undecided
-            )
+            unused.update(alias for alias, _ in gather.unused_imports if alias in undecided)
         return unused
 
-    def leave_Module(
-        self, original_node: cst.Module, updated_node: cst.Module
-    ) -> cst.Module:
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if not self._doomed:
             return updated_node
         carry = self._carry.pop()
         if carry:
-            updated_node = updated_node.with_changes(
-                footer=[*carry, *updated_node.footer]
-            )
+            updated_node = updated_node.with_changes(footer=[*carry, *updated_node.footer])
         return updated_node
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
@@ -579,9 +546,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
     ) -> cst.IndentedBlock:
         carry = self._carry.pop()
         if carry:
-            updated_node = updated_node.with_changes(
-                footer=[*carry, *updated_node.footer]
-            )
+            updated_node = updated_node.with_changes(footer=[*carry, *updated_node.footer])
         return updated_node
 
     # -- statements ----------------------------------------------------------
@@ -603,9 +568,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
             if isinstance(updated, cst.RemovalSentinel):
                 self._carry[-1].extend(carry)
             elif isinstance(updated, cst.CSTNode) and hasattr(updated, "leading_lines"):
-                updated = updated.with_changes(
-                    leading_lines=[*carry, *updated.leading_lines]
-                )
+                updated = updated.with_changes(leading_lines=[*carry, *updated.leading_lines])
         return updated
 
     def leave_SimpleStatementLine(
@@ -632,9 +595,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
             )
         return updated_node
 
-    def leave_Import(
-        self, original_node: cst.Import, updated_node: cst.Import
-    ) -> cst.Import | cst.RemovalSentinel:
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
         return self._prune(original_node, updated_node)
 
     def leave_ImportFrom(
@@ -648,17 +609,13 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
         flags = [alias in self._doomed for alias in original.names]
         if not any(flags):
             return updated
-        self.removed.extend(
-            _local_name(a) for a, doomed in zip(original.names, flags) if doomed
-        )
+        self.removed.extend(_local_name(a) for a, doomed in zip(original.names, flags) if doomed)
         if all(flags):
             self._removed_stmts.add(original)
             return cst.RemoveFromParent()
 
         names: Sequence[cst.ImportAlias] = updated.names
-        parenthesized = isinstance(original, cst.ImportFrom) and isinstance(
-            updated.lpar, cst.LeftParen
-        )
+        parenthesized = isinstance(original, cst.ImportFrom) and isinstance(updated.lpar, cst.LeftParen)
         lpar = updated.lpar if parenthesized else None
         kept: list[cst.ImportAlias] = []
         pending: list[cst.EmptyLine] = []  # own-line comments of removed aliases
@@ -675,16 +632,12 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
                     comma = cst.ensure_type(prev.comma, cst.Comma)
                     kept[-1] = prev.with_changes(
                         comma=comma.with_changes(
-                            whitespace_after=_append_comments(
-                                comma.whitespace_after, pending, template
-                            )
+                            whitespace_after=_append_comments(comma.whitespace_after, pending, template)
                         )
                     )
                 elif lpar is not None:
                     lpar = lpar.with_changes(
-                        whitespace_after=_append_comments(
-                            lpar.whitespace_after, pending, template
-                        )
+                        whitespace_after=_append_comments(lpar.whitespace_after, pending, template)
                     )
                 pending = []
             kept.append(alias)
@@ -698,22 +651,13 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
             last_comma = cst.ensure_type(last.comma, cst.Comma)
             last_ws = last_comma.whitespace_after
             old_last_comma = names[-1].comma
-            tail = (
-                old_last_comma.whitespace_after
-                if isinstance(old_last_comma, cst.Comma)
-                else None
-            )
+            tail = old_last_comma.whitespace_after if isinstance(old_last_comma, cst.Comma) else None
             PW = cst.ParenthesizedWhitespace
             close_ws = rpar.whitespace_before if rpar is not None else None
             last_has_comments = isinstance(last_ws, PW) and (
                 last_ws.first_line.comment is not None or bool(_comment_lines(last_ws))
             )
-            if rpar is not None and (
-                last_has_comments
-                or pending
-                or isinstance(tail, PW)
-                or isinstance(close_ws, PW)
-            ):
+            if rpar is not None and (last_has_comments or pending or isinstance(tail, PW) or isinstance(close_ws, PW)):
                 # multi-line: keep the comma (legal inside parentheses), keep the
                 # new last alias's trailing comment and any own-line comments,
                 # and close with the old indentation of ")".
@@ -722,29 +666,19 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
                     *(_comment_lines(close_ws) if close_ws is not None else ()),
                 ]
                 if isinstance(last_ws, PW):
-                    ws = last_ws.with_changes(
-                        empty_lines=[*last_ws.empty_lines, *closing]
-                    )
+                    ws = last_ws.with_changes(empty_lines=[*last_ws.empty_lines, *closing])
                 else:
                     ws = PW(first_line=cst.TrailingWhitespace(), empty_lines=closing)
                 indent_from = close_ws if isinstance(close_ws, PW) else tail
                 if isinstance(indent_from, PW):
-                    ws = ws.with_changes(
-                        indent=indent_from.indent, last_line=indent_from.last_line
-                    )
+                    ws = ws.with_changes(indent=indent_from.indent, last_line=indent_from.last_line)
                 else:
-                    ws = ws.with_changes(
-                        indent=True, last_line=cst.SimpleWhitespace("")
-                    )
-                kept[-1] = last.with_changes(
-                    comma=last_comma.with_changes(whitespace_after=ws)
-                )
+                    ws = ws.with_changes(indent=True, last_line=cst.SimpleWhitespace(""))
+                kept[-1] = last.with_changes(comma=last_comma.with_changes(whitespace_after=ws))
                 rpar = rpar.with_changes(whitespace_before=cst.SimpleWhitespace(""))
             elif rpar is not None and tail is not None:
                 # single line with a trailing comma: "(A, B,)" -> "(A,)"
-                kept[-1] = last.with_changes(
-                    comma=last_comma.with_changes(whitespace_after=tail)
-                )
+                kept[-1] = last.with_changes(comma=last_comma.with_changes(whitespace_after=tail))
             else:
                 kept[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT)
 
@@ -763,9 +697,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
 class _Target:
     __slots__ = ("edit", "node", "replacement")
 
-    def __init__(
-        self, edit: Edit, node: cst.BaseExpression, replacement: cst.BaseExpression
-    ) -> None:
+    def __init__(self, edit: Edit, node: cst.BaseExpression, replacement: cst.BaseExpression) -> None:
         self.edit = edit
         self.node = node
         self.replacement = replacement
@@ -792,8 +724,7 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
     """
 
     DESCRIPTION: str = (
-        "Apply cachelint fixes: replace expressions at the reported spans and drop "
-        "imports that become unused."
+        "Apply cachelint fixes: replace expressions at the reported spans and drop imports that become unused."
     )
     METADATA_DEPENDENCIES: tuple[ProviderT, ...] = (PositionProvider,)
     # the edit kinds this command applies (subclasses add statement insertions)
@@ -842,13 +773,9 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
         if self.findings is not None:
             filename = self.context.filename
             if not filename:
-                self.warn(
-                    "no filename in the codemod context; cannot select edits from the findings report"
-                )
+                self.warn("no filename in the codemod context; cannot select edits from the findings report")
             else:
-                edits.extend(
-                    load_edits(self.findings, filename, unsafe_fixes=self.unsafe_fixes)
-                )
+                edits.extend(load_edits(self.findings, filename, unsafe_fixes=self.unsafe_fixes))
         return [e for e in edits if e.kind in self.EDIT_KINDS]
 
     # -- driver ------------------------------------------------------------------
@@ -898,9 +825,7 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
     # -- matching ----------------------------------------------------------------
 
     def _match(self, tree: cst.Module, edits: Sequence[Edit]) -> None:
-        locator = _Locator(
-            self.metadata[PositionProvider], {_span_key(e.span) for e in edits}
-        )
+        locator = _Locator(self.metadata[PositionProvider], {_span_key(e.span) for e in edits})
         tree.visit(locator)
 
         accepted: list[_Key] = []
@@ -909,16 +834,12 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
             node = locator.found.get(key)
             if node is None:
                 self.unmatched.append(edit)
-                self.warn(
-                    f"no expression spans exactly {_describe(edit)}; edit not applied"
-                )
+                self.warn(f"no expression spans exactly {_describe(edit)}; edit not applied")
                 continue
             if any(_overlaps(key, other) for other in accepted):
                 self.unmatched.append(edit)
                 self.conflicting.append(edit)
-                self.warn(
-                    f"edit {_describe(edit)} overlaps an earlier edit; not applied"
-                )
+                self.warn(f"edit {_describe(edit)} overlaps an earlier edit; not applied")
                 continue
             try:
                 replacement = cst.parse_expression(edit.replacement.strip())
@@ -966,9 +887,7 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
 # in-process entry point
 
 
-def apply_edits(
-    source: str, edits: Sequence[Edit], *, filename: str = "<string>"
-) -> ApplyResult:
+def apply_edits(source: str, edits: Sequence[Edit], *, filename: str = "<string>") -> ApplyResult:
     """Apply ``edits`` to ``source`` and return the new code.
 
     Raises :class:`FixError` if ``source`` does not parse, a replacement is not

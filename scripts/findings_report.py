@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from cachelint.callgraph import frequency_rank  # noqa: E402
+from cachelint.semantic.callgraph import frequency_rank  # noqa: E402
 from tests.vllm_source import vllm_source  # noqa: E402
 
 if sys.version_info >= (3, 11):
@@ -160,7 +160,7 @@ def main() -> int:
         "```sh",
         f'cd "$(python tests/vllm_source.py {version})"',
         "cachelint check vllm                                   # defaults",
-        "cachelint check vllm --config min-cost-low.toml        # [tool.cachelint] min-cost = \"low\"",
+        'cachelint check vllm --config min-cost-low.toml        # [tool.cachelint] min-cost = "low"',
         "```",
         "",
         "Verdicts come from reading the vLLM code at each site, its chain and the",
@@ -174,15 +174,15 @@ def main() -> int:
     real = sum(1 for w in reviewed if w == "real")
     lines += [
         f"**Result: {len(pool)} findings with the defaults ({len(cl2_default)} CL002, "
-        f"{len(pool) - len(cl2_default)} CL001; {len(cl2_low)} CL002 with `min-cost = \"low\"`); "
+        f'{len(pool) - len(cl2_default)} CL001; {len(cl2_low)} CL002 with `min-cost = "low"`); '
         f"{real} of a random sample of {len(sample)} default findings confirmed real.**",
         "",
         "## Counts",
         "",
     ]
     lines += counts_table(default, "Defaults")
-    lines += counts_table(low, "min-cost = \"low\"")
-    lines += [f"## Top findings (defaults, most frequently run first)", ""]
+    lines += counts_table(low, 'min-cost = "low"')
+    lines += ["## Top findings (defaults, most frequently run first)", ""]
     for f in ranked(cl2_default)[:TOP]:
         lines += entry(f)
     lines += ["", "## Every CL002 finding with the defaults, with a verdict", ""]
@@ -204,8 +204,10 @@ def main() -> int:
             lines += entry(f, verdicts)
     out_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     missing = [key(f) for f in [*pool, *sample] if key(f) not in verdicts]
-    print(f"wrote {out_path}: {len(cl2_default)} default CL002, {len(cl2_low)} low-cost CL002, "
-          f"sample {real}/{len(sample)} real, {len(set(missing))} without a verdict")
+    print(
+        f"wrote {out_path}: {len(cl2_default)} default CL002, {len(cl2_low)} low-cost CL002, "
+        f"sample {real}/{len(sample)} real, {len(set(missing))} without a verdict"
+    )
     for k in sorted(set(missing)):
         print("  no verdict:", k)
     return 0

@@ -92,7 +92,9 @@ def test_file_name_that_is_not_utf8_in_every_format(project):
     for fmt in ("text", "concise", "json", "sarif", "github"):
         proc = subprocess.run(
             [sys.executable, "-m", "cachelint", "check", ".", "--output-format", fmt],
-            cwd=project, env=env, capture_output=True,
+            cwd=project,
+            env=env,
+            capture_output=True,
         )
         err = proc.stderr.decode("utf-8", "replace")
         assert proc.returncode == 1, (fmt, err)
@@ -187,7 +189,7 @@ def test_symlinked_file_is_fixed_through_the_link_only_inside_the_paths(project,
 
 
 def test_file_changed_after_analysis_is_not_fixed(project, monkeypatch, capsys):
-    from cachelint import fixer
+    from cachelint.apply import fixer
 
     users = project / "pkg" / "users.py"
     original_compute = fixer.compute_fixes
@@ -206,7 +208,7 @@ def test_file_changed_after_analysis_is_not_fixed(project, monkeypatch, capsys):
 
 
 def test_file_changed_between_fix_and_write_is_not_written(project, monkeypatch):
-    from cachelint import fixer
+    from cachelint.apply import fixer
 
     users = project / "pkg" / "users.py"
     original_write = fixer.write_fix
@@ -238,7 +240,7 @@ def test_unreadable_file_real_permissions(project):
 
 def test_unreadable_file_injected_fault(project, monkeypatch):
     """The same failure injected at the OS boundary (works as root too)."""
-    from cachelint import index
+    from cachelint.index import indexer as index
 
     secret = project / "pkg" / "secret.py"
     secret.write_text("x = 1\n")
@@ -328,7 +330,11 @@ def test_never_writes_outside_the_given_paths_and_never_imports_them(tmp_path):
         env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONDONTWRITEBYTECODE="1", HOME=str(tmp_path / "home"))
         proc = subprocess.run(
             [sys.executable, "-m", "cachelint", "check", "proj", "--fix", "--unsafe-fixes"],
-            cwd=parent, env=env, capture_output=True, text=True, timeout=300,
+            cwd=parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     finally:
         parent.chmod(0o755)

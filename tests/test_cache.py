@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from cachelint import api, cache
+from cachelint import api
 from cachelint.config import Config, find_config, load_config_file
-from cachelint.discover import discover
-from cachelint.index import index_source
+from cachelint.discover.walk import discover
+from cachelint.incremental import cache
+from cachelint.index import pool
+from cachelint.index.indexer import index_source
 
 from .helpers import REPO, run_cli
 
@@ -140,7 +142,9 @@ def test_changing_one_file_changes_a_finding_in_another(project, tmp_path):
     run(d)
     # the fill in config.py is what makes the call in users.py a finding
     cfg = project / "pkg" / "config.py"
-    cfg.write_text(CONFIG.replace("self.scheduler_config.max_encoder_len = REGISTRY.max_len(self.model_config)", "pass"))
+    cfg.write_text(
+        CONFIG.replace("self.scheduler_config.max_encoder_len = REGISTRY.max_len(self.model_config)", "pass")
+    )
     r = run(d)
     assert r.cache == "partial"
     assert ("CL001", "pkg/users.py", 6) not in _where(r)
@@ -167,7 +171,9 @@ def test_comment_edits_move_findings_without_reanalysis(project, tmp_path):
     r = run(d)
     assert r.cache == "partial"
     # a suppression comment added: the same interface, the finding now suppressed
-    users.write_text("# a comment\n\n\n" + USERS.replace("config.model_config)\n", "config.model_config)  # noqa: CL001\n"))
+    users.write_text(
+        "# a comment\n\n\n" + USERS.replace("config.model_config)\n", "config.model_config)  # noqa: CL001\n")
+    )
     r = run(d)
     assert r.cache == "remapped"
     assert [f for f in r.findings if f.code == "CL001"] == []
@@ -187,12 +193,17 @@ def test_an_added_helper_nothing_calls_keeps_the_findings(project, tmp_path):
     assert _where(r) == [("CL001", "pkg/users.py", 6), ("CL002", "pkg/helpers.py", 6)]
     # a method too, and above the code with findings: their lines move
     helpers = project / "pkg" / "helpers.py"
-    helpers.write_text(HELPERS.replace("\n\ndef probe", "\n\nclass Box:\n    def size(self):\n        return 3\n\n\ndef probe"))
+    helpers.write_text(
+        HELPERS.replace("\n\ndef probe", "\n\nclass Box:\n    def size(self):\n        return 3\n\n\ndef probe")
+    )
     r = run(d)
     assert r.cache == "partial"  # a new class is not an inert function
     # (before the last method: the class's own span is part of the interface)
     helpers.write_text(
-        HELPERS.replace("\n\ndef probe", "\n\nclass Box:\n    def area(self):\n        return 9\n\n    def size(self):\n        return 3\n\n\ndef probe")
+        HELPERS.replace(
+            "\n\ndef probe",
+            "\n\nclass Box:\n    def area(self):\n        return 9\n\n    def size(self):\n        return 3\n\n\ndef probe",
+        )
     )
     r = run(d)
     assert r.cache == "remapped"
@@ -264,12 +275,16 @@ def test_an_edited_function_no_walk_follows_keeps_the_findings(project, tmp_path
     assert r.cache == "remapped"
     # the same kind of edit in the hot function: the walks read its calls, but
     # only walks that cannot see a call resolving nowhere (see the tests below)
-    runner.write_text(edited.replace("        return probe(", "        self.model_config.check()\n        return probe("))
+    runner.write_text(
+        edited.replace("        return probe(", "        self.model_config.check()\n        return probe(")
+    )
     assert run(d).cache == "verified"
     # one that resolves to a function of the tree: an edge of the hot paths,
     # replayed over the kept edges (describe becomes hot, with nothing in it
     # to report; see the test of edges below)
-    runner.write_text(edited.replace("        return probe(", "        describe(self.model_config)\n        return probe("))
+    runner.write_text(
+        edited.replace("        return probe(", "        describe(self.model_config)\n        return probe(")
+    )
     assert run(d).cache == "verified"
     runner.write_text(edited)
     assert run(d).cache == "partial"  # describe is no longer hot
@@ -340,7 +355,9 @@ def test_an_edit_of_a_hot_function_is_verified_against_the_whole_program(project
 
     def recorded_reads() -> list:
         """What the results entry keeps of the property stage in step (see _same_reads)."""
-        (entry,) = [cache.decode_entry(p.read_bytes()) for p in (d / f"v{cache.FORMAT}" / "results").rglob("*") if p.is_file()]
+        (entry,) = [
+            cache.decode_entry(p.read_bytes()) for p in (d / f"v{cache.FORMAT}" / "results").rglob("*") if p.is_file()
+        ]
         names, parsed = entry[6]
         assert names == ["limit"]
         return parsed["pkg.runner.Runner.step"]
@@ -476,7 +493,9 @@ def test_an_added_edge_is_replayed_over_the_kept_hot_graph(project, tmp_path, mo
     assert cold.code == "CL001" and cold.hot_path is None
 
     def step(statement: str) -> None:
-        runner.write_text(EDGE_RUNNER.replace("        return self.helper(", f"        {statement}\n        return self.helper("))
+        runner.write_text(
+            EDGE_RUNNER.replace("        return self.helper(", f"        {statement}\n        return self.helper(")
+        )
 
     # describe becomes hot; nothing in it is expensive, nobody asked about it
     step("describe(self.config)")
@@ -484,7 +503,9 @@ def test_an_added_edge_is_replayed_over_the_kept_hot_graph(project, tmp_path, mo
     assert r.cache == "verified"
     assert [(f.code, f.function) for f in r.findings] == [(f.code, f.function) for f in base.findings]
     # and it is hot now: an expensive call added there is a new finding
-    runner.write_text(runner.read_text().replace("    return str(config)", '    return str(config) + str(os.listdir("."))'))
+    runner.write_text(
+        runner.read_text().replace("    return str(config)", '    return str(config) + str(os.listdir("."))')
+    )
     r = run(d)
     assert r.cache == "partial"
     assert any(f.code == "CL002" and f.function == "pkg.runner.describe" for f in r.findings)
@@ -540,14 +561,16 @@ def test_the_inert_readers_name_code_that_reads_calls(project, tmp_path):
     assert cache.EDGE_READERS <= cache.INERT_READERS
     for tag in cache.INERT_READERS:
         module, qualname = tag.split(":")
-        obj = importlib.import_module(f"cachelint.{module}" if not module.startswith("cl0") else f"cachelint.rules.{module}")
+        found = list((REPO / "cachelint").rglob(f"{module}.py"))
+        assert len(found) == 1, (tag, found)
+        obj = importlib.import_module(".".join(found[0].relative_to(REPO).with_suffix("").parts))
         parts = qualname.split(".")
         if "<locals>" in parts:
             parts = parts[: parts.index("<locals>")]
         for part in parts:
             obj = getattr(obj, part)
         assert callable(obj), tag
-    from cachelint.index import observing, readers
+    from cachelint.index.indexer import observing, readers
     from cachelint.rules import select_rules
 
     (project / "pyproject.toml").write_text(HOT_PYPROJECT)
@@ -560,7 +583,9 @@ def test_the_inert_readers_name_code_that_reads_calls(project, tmp_path):
     assert {"callgraph:edges_of", "cl002_expensive_call_on_hot_path:call_sites"} <= tags
 
 
-WALKED_CONFIG = CONFIG.replace("class Registry:", "class Registry:\n    def rebuild(self, settings):\n        ...\n") + """
+WALKED_CONFIG = (
+    CONFIG.replace("class Registry:", "class Registry:\n    def rebuild(self, settings):\n        ...\n")
+    + """
 from pkg.derive import derive
 
 
@@ -571,6 +596,7 @@ class Settings:
     def limit(self) -> int:
         return derive(self)
 """
+)
 
 # in a file of its own: findings name config.py's module, and an edit of a
 # file a finding names always re-runs the analysis
@@ -589,7 +615,9 @@ def test_an_edited_function_a_cost_walk_followed_is_reanalysed(project, tmp_path
     callee, so no scan picks it up) makes a hot read of ``limit`` a CL002
     finding, so the edit re-runs the analysis."""
     (project / "pyproject.toml").write_text(
-        PYPROJECT.replace("expensive-calls = [", 'expensive-calls = [\n    {pattern = "*.Registry.rebuild", kind = "processor"},')
+        PYPROJECT.replace(
+            "expensive-calls = [", 'expensive-calls = [\n    {pattern = "*.Registry.rebuild", kind = "processor"},'
+        )
     )
     (project / "pkg" / "config.py").write_text(WALKED_CONFIG)
     (project / "pkg" / "derive.py").write_text(DERIVE)
@@ -597,13 +625,17 @@ def test_an_edited_function_a_cost_walk_followed_is_reanalysed(project, tmp_path
     runner.write_text(PROPERTY_RUNNER.replace("        return n\n", "        return n + self.settings.limit\n"))
     d = tmp_path / "cache"
     assert [f for f in run(d).findings if f.path == "pkg/runner.py"] == []
-    (project / "pkg" / "derive.py").write_text(DERIVE.replace("    return 0\n", "    REGISTRY.rebuild(settings)\n    return 0\n"))
+    (project / "pkg" / "derive.py").write_text(
+        DERIVE.replace("    return 0\n", "    REGISTRY.rebuild(settings)\n    return 0\n")
+    )
     r = run(d)
     assert r.cache == "partial"
     assert ("CL002", "pkg/runner.py", 13) in _where(r)
 
 
-PROPERTY_CONFIG = CONFIG + """
+PROPERTY_CONFIG = (
+    CONFIG
+    + """
 
 class Settings:
     name: str
@@ -612,6 +644,7 @@ class Settings:
     def max_len(self) -> int:
         return REGISTRY.max_len(self)
 """
+)
 
 PROPERTY_RUNNER = """
 from pkg.config import Settings
@@ -638,11 +671,18 @@ def test_a_bare_property_read_in_a_hot_function_is_not_remapped(project, tmp_pat
     runner.write_text(PROPERTY_RUNNER)
     d = tmp_path / "cache"
     assert [f for f in run(d).findings if f.path == "pkg/runner.py"] == []
-    runner.write_text(PROPERTY_RUNNER.replace("        return n\n", "        self.settings.max_len\n        return n\n"))
+    runner.write_text(
+        PROPERTY_RUNNER.replace("        return n\n", "        self.settings.max_len\n        return n\n")
+    )
     r = run(d)
     assert r.cache == "partial"
     assert ("CL002", "pkg/runner.py", 13) in _where(r)
-    runner.write_text(PROPERTY_RUNNER.replace("        for i in range(3):", "        while self.settings.max_len:\n            break\n        for i in range(3):"))
+    runner.write_text(
+        PROPERTY_RUNNER.replace(
+            "        for i in range(3):",
+            "        while self.settings.max_len:\n            break\n        for i in range(3):",
+        )
+    )
     r = run(d)
     assert r.cache == "partial"
     assert ("CL002", "pkg/runner.py", 11) in _where(r)
@@ -710,19 +750,19 @@ def test_parallel_indexing_equals_serial(project, monkeypatch):
     for i in range(12):
         (project / "pkg" / f"extra_{i}.py").write_text(HELPERS.replace("probe", f"probe_{i}") + f"\nX = {i}\n")
     files = discover(["."])
-    monkeypatch.setattr(api, "PARALLEL_THRESHOLD", 4)
-    serial = api.index_files(files, jobs=1)
+    monkeypatch.setattr(pool, "PARALLEL_THRESHOLD", 4)
+    serial = pool.index_files(files, jobs=1)
     # workers hand their results over in files of a temporary directory,
-    # removed afterwards (see api._encoded_chunk)
+    # removed afterwards (see pool._encoded_chunk)
     import tempfile
 
     spool = project.parent / "tmp"
     spool.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spool))
     spooled = []
-    real = api._chunk_result
-    monkeypatch.setattr(api, "_chunk_result", lambda r: spooled.append(isinstance(r, str)) or real(r))
-    parallel = api.index_files(files, jobs=2)
+    real = pool._chunk_result
+    monkeypatch.setattr(pool, "_chunk_result", lambda r: spooled.append(isinstance(r, str)) or real(r))
+    parallel = pool.index_files(files, jobs=2)
     assert parallel == serial
     assert spooled and all(spooled) and list(spool.iterdir()) == []
     assert [cache._expanded(cache.encode_index(fi)) for fi in parallel] == [
@@ -747,7 +787,11 @@ def test_parallel_indexing_equals_serial(project, monkeypatch):
 
 
 def test_index_round_trip(project):
-    sources = [REPO / "cachelint" / "program.py", REPO / "cachelint" / "index.py", REPO / "cachelint" / "cli.py"]
+    sources = [
+        REPO / "cachelint" / "semantic" / "program.py",
+        REPO / "cachelint" / "index" / "indexer.py",
+        REPO / "cachelint" / "cli.py",
+    ]
     for p in sources:
         fi = index_source(p.read_text(), str(p), "m", False)
         t = cache.encode_index(fi)
@@ -914,7 +958,7 @@ def test_edits_of_functions_no_walk_follows_equal_fresh_runs_on_vllm(tmp_path):
     import random
     import shutil
 
-    from cachelint.index import observing, readers
+    from cachelint.index.indexer import observing, readers
     from cachelint.rules import select_rules
 
     from .vllm_source import vllm_source
@@ -1040,7 +1084,7 @@ def test_loaded_calls_stay_marshalled_until_read():
     loads every index and reads a handful): reading gives the same CallSites,
     through the observed descriptor or the scans' accessor, and encoding an
     index that was never read gives back the stored bytes."""
-    from cachelint.index import observing, scanned_calls
+    from cachelint.index.indexer import observing, scanned_calls
 
     src = "def f(x):\n    g(x)\n    return h(x, k=1)\n\ndef g(x):\n    pass\n"
     fi = index_source(src, "m.py", "m", False)
@@ -1067,7 +1111,7 @@ def test_observing_notes_reads_of_calls_per_thread_and_not_scans():
     index and the scans' ``scanned_calls`` note nothing."""
     import threading
 
-    from cachelint.index import observing, readers, scanned_calls
+    from cachelint.index.indexer import observing, readers, scanned_calls
 
     fi = index_source("def f():\n    g()\n\ndef g():\n    pass\n", "m.py", "m", False)
     f, g = fi.functions
@@ -1092,7 +1136,9 @@ def test_observing_notes_reads_of_calls_per_thread_and_not_scans():
             assert g.calls == []
     assert set(seen) == {"m.f"} and set(inner) == {"m.g"} and seen_there["s"] == {"m.g"}
     # each note names the code that read the calls (what INERT_READERS lists)
-    assert readers(seen) == {"m.f": ["test_cache:test_observing_notes_reads_of_calls_per_thread_and_not_scans.<locals>.reader_of_calls"]}
+    assert readers(seen) == {
+        "m.f": ["test_cache:test_observing_notes_reads_of_calls_per_thread_and_not_scans.<locals>.reader_of_calls"]
+    }
     with observing() as seen:
         index_source("def h():\n    f()\n", "n.py", "n", False)
     assert seen == {}

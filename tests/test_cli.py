@@ -48,7 +48,18 @@ def test_json_fields(project):
     findings = json.loads(proc.stdout)
     assert len(findings) == 7
     for f in findings:
-        for key in ("code", "path", "line", "column", "end_line", "end_column", "message", "function", "hot_path", "fix"):
+        for key in (
+            "code",
+            "path",
+            "line",
+            "column",
+            "end_line",
+            "end_column",
+            "message",
+            "function",
+            "hot_path",
+            "fix",
+        ):
             assert key in f
         assert f["column"] >= 1 and f["end_line"] >= f["line"]
         assert f["fix"]["applicability"] in ("safe", "unsafe")
@@ -157,9 +168,7 @@ def test_gitignore_and_exclude_respected(project):
     # an explicitly named file is checked even if ignored
     proc = run_cli("check", "ignored/users.py", "pkg", "--output-format", "json", cwd=project)
     assert {f["path"] for f in json.loads(proc.stdout)} == {"ignored/users.py", "pkg/users.py"}
-    (project / "pyproject.toml").write_text(
-        (project / "pyproject.toml").read_text() + 'exclude = ["pkg/users.py"]\n'
-    )
+    (project / "pyproject.toml").write_text((project / "pyproject.toml").read_text() + 'exclude = ["pkg/users.py"]\n')
     assert json.loads(run_cli("check", ".", "--output-format", "json", cwd=project).stdout) == []
 
 

@@ -73,9 +73,7 @@ MULTILINE_SRC = dedent(
 )
 
 MULTILINE_CALL = (
-    "MULTIMODAL_REGISTRY.\\\n"
-    "            get_encdec_max_encoder_len(\n"
-    "            self.vllm_config.model_config)"
+    "MULTIMODAL_REGISTRY.\\\n            get_encdec_max_encoder_len(\n            self.vllm_config.model_config)"
 )
 
 
@@ -109,10 +107,7 @@ def test_multiline_call_without_remove_names_keeps_import():
     )
     res = apply_edits(MULTILINE_SRC, [e])
     assert res.code.startswith("from vllm.multimodal import MULTIMODAL_REGISTRY\n")
-    assert (
-        "num_encoder_tokens = self.scheduler_config.max_num_encoder_input_tokens\n"
-        in res.code
-    )
+    assert "num_encoder_tokens = self.scheduler_config.max_num_encoder_input_tokens\n" in res.code
     assert "get_encdec_max_encoder_len" not in res.code
 
 
@@ -235,9 +230,7 @@ def test_import_kept_when_another_use_remains():
             )
         ],
     )
-    assert res.code == src.replace(
-        "MULTIMODAL_REGISTRY.get_max_tokens(cfg)", "cfg.max_tokens"
-    )
+    assert res.code == src.replace("MULTIMODAL_REGISTRY.get_max_tokens(cfg)", "cfg.max_tokens")
     assert res.removed_imports == []
 
 
@@ -652,8 +645,7 @@ def _write_project(tmp_path: Path) -> tuple[Path, Path]:
     target.write_text(CLI_SRC)
     s1 = span_of(
         CLI_SRC,
-        "MULTIMODAL_REGISTRY.\\\n        get_encdec_max_encoder_len(\n"
-        "        self.vllm_config.model_config)",
+        "MULTIMODAL_REGISTRY.\\\n        get_encdec_max_encoder_len(\n        self.vllm_config.model_config)",
     )
     s2 = span_of(CLI_SRC, "slow_lookup(self)")
     findings = [
@@ -698,8 +690,7 @@ def test_load_edits_converts_columns_and_filters(tmp_path):
     assert len(safe) == 1
     expected = span_of(
         CLI_SRC,
-        "MULTIMODAL_REGISTRY.\\\n        get_encdec_max_encoder_len(\n"
-        "        self.vllm_config.model_config)",
+        "MULTIMODAL_REGISTRY.\\\n        get_encdec_max_encoder_len(\n        self.vllm_config.model_config)",
     )
     assert safe[0].span == expected
     assert safe[0].remove_names == ("MULTIMODAL_REGISTRY",)
@@ -791,9 +782,7 @@ def test_libcst_tool_unsafe_fixes_flag_and_external_path(tmp_path):
         str(target),
     )
     assert proc.returncode == 0, proc.stderr
-    assert target.read_text() == EXPECTED_SAFE.replace(
-        "slow_lookup(self)", "self.cached_lookup"
-    )
+    assert target.read_text() == EXPECTED_SAFE.replace("slow_lookup(self)", "self.cached_lookup")
 
 
 def test_libcst_tool_relative_paths(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cachelint.discover import GitIgnore, discover, module_name_for
+from cachelint.discover.walk import GitIgnore, discover, module_name_for
 
 
 def _touch(p: Path, text: str = "") -> None:
@@ -15,8 +15,16 @@ def _touch(p: Path, text: str = "") -> None:
 def test_gitignore_patterns(tmp_path):
     (tmp_path / ".git").mkdir()
     _touch(tmp_path / ".gitignore", "build_out/\n*.gen.py\n/rooted.py\n!keep.gen.py\ndocs/**/skip.py\n")
-    for rel in ("a.py", "x.gen.py", "keep.gen.py", "rooted.py", "sub/rooted.py", "build_out/b.py",
-                "docs/deep/er/skip.py", "docs/ok.py"):
+    for rel in (
+        "a.py",
+        "x.gen.py",
+        "keep.gen.py",
+        "rooted.py",
+        "sub/rooted.py",
+        "build_out/b.py",
+        "docs/deep/er/skip.py",
+        "docs/ok.py",
+    ):
         _touch(tmp_path / rel)
     _touch(tmp_path / "sub" / ".gitignore", "local.py\n")
     _touch(tmp_path / "sub" / "local.py")

@@ -21,8 +21,9 @@ from tests.engine.test_engine_current import BEGIN, END, _committed_table, _writ
 
 from .helpers import REPO
 
-no_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is not None,
-                             reason="vLLM is installed here: the engine tests would run, not skip")
+no_vllm = pytest.mark.skipif(
+    importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here: the engine tests would run, not skip"
+)
 
 
 def _pytest(*args: str, require: str | None) -> subprocess.CompletedProcess:
@@ -30,8 +31,14 @@ def _pytest(*args: str, require: str | None) -> subprocess.CompletedProcess:
     env.pop("CACHELINT_ENGINE_REQUIRE", None)
     if require:
         env["CACHELINT_ENGINE_REQUIRE"] = require
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @no_vllm
@@ -117,8 +124,10 @@ def test_diff_sees_every_difference_but_measurements():
 def test_tier_summary_states_the_sites():
     sites = [{"code": "CL001"}, {"code": "CL002"}, {"code": "CL002"}]
     t = harness.Tier("safe", REPO, sites, ["vllm/a.py", "vllm/b.py"], later=["vllm/c.py"])
-    assert t.summary() == ("tier safe: 3 site(s) rewritten in 2 file(s) (CL001: 1, CL002: 2); "
-                           "1 more file(s) changed by later --fix rounds: vllm/c.py")
+    assert t.summary() == (
+        "tier safe: 3 site(s) rewritten in 2 file(s) (CL001: 1, CL002: 2); "
+        "1 more file(s) changed by later --fix rounds: vllm/c.py"
+    )
     assert harness.Tier("safe", REPO, [], []).summary().startswith("tier safe: 0 site(s)")
 
 

@@ -44,7 +44,7 @@ def case(request, tmp_path):
 
 
 def test_fixture_findings(case):
-    case_dir, work, spec = case
+    _case_dir, work, spec = case
     proc = run_cli("check", ".", "--output-format", "json", *spec.get("args", []), cwd=work)
     expected = spec.get("expect", [])
     assert proc.returncode == (1 if expected else 0), proc.stderr

@@ -58,7 +58,13 @@ def _apply_replacements(text: str, replacements: list[dict]) -> str:
     spans = []
     for r in replacements:
         d = r["deletedRegion"]
-        spans.append((offset(d["startLine"], d["startColumn"]), offset(d["endLine"], d["endColumn"]), r["insertedContent"]["text"]))
+        spans.append(
+            (
+                offset(d["startLine"], d["startColumn"]),
+                offset(d["endLine"], d["endColumn"]),
+                r["insertedContent"]["text"],
+            )
+        )
     for start, end, new in sorted(spans, reverse=True):
         text = text[:start] + new + text[end:]
     return text
@@ -84,7 +90,11 @@ def test_sarif_validates_and_its_fixes_reproduce_the_fixer(project, sarif_schema
     assert cl000["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/odd%2C%20name.py"
     first = next(r for r in results if r["ruleId"] == "CL001")
     region = first["locations"][0]["physicalLocation"]["region"]
-    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (6, 16, 16 + len("probe_encoder(config)"))
+    assert (region["startLine"], region["startColumn"], region["endColumn"]) == (
+        6,
+        16,
+        16 + len("probe_encoder(config)"),
+    )
     assert first["ruleIndex"] == 1 and first["properties"]["fixApplicability"] == "safe"
 
     # the SARIF fixes, applied by hand, give exactly what `--fix --unsafe-fixes` writes
@@ -151,7 +161,7 @@ def test_concise_is_one_line_per_finding(project):
     lines = proc.stdout.splitlines()
     findings = [line for line in lines if re.match(r"^pkg/.*:\d+:\d+: CL00\d ", line)]
     assert len(findings) == 8
-    assert lines[len(findings):] == [
+    assert lines[len(findings) :] == [
         "Found 8 errors.",
         "[*] 4 fixable with the `--fix` option.",
         "3 hidden fixes can be enabled with the `--unsafe-fixes` option.",
@@ -181,7 +191,7 @@ def test_text_shows_code_frames(project):
 
 def test_code_frame_edge_cases(tmp_path):
     from cachelint.model import Finding, Span
-    from cachelint.report import code_frame
+    from cachelint.output.report import code_frame
 
     lines = ["def f():", "\tx = '\x1b[31m日本' + g(", "\t\t1,", "\t)", "y = 2"]
     # a multi-line span with tabs and wide characters; the escape is neutralised

@@ -156,7 +156,9 @@ def test_vllm_tree(version, tmp_path):
     data=st.one_of(
         st.binary(max_size=400),
         st.text(max_size=400).map(lambda t: t.encode("utf-8", "surrogatepass")),
-        hypothesmith.from_grammar().map(lambda t: t.encode("utf-8")).flatmap(
+        hypothesmith.from_grammar()
+        .map(lambda t: t.encode("utf-8"))
+        .flatmap(
             # a valid program with a few bytes flipped, cut or inserted
             lambda b: st.tuples(st.just(b), st.integers(0, max(len(b), 1)), st.binary(max_size=3)).map(
                 lambda x: x[0][: x[1]] + x[2] + x[0][x[1] + 1 :]

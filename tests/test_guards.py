@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cachelint.guards import Atom, implied, residual
+from cachelint.semantic.guards import Atom, implied, residual
 
 V = (("p", "f", "cfg"),)
 MC = V + ("model_config",)
@@ -33,7 +33,11 @@ def test_none_checks():
 
 
 def test_residual_drops_what_other_residual_atoms_imply():
-    required = [atom("truthy", MC), atom("truthy", MC + ("pooler_config",), False), atom("truthy", MC + ("is_encoder_decoder",))]
+    required = [
+        atom("truthy", MC),
+        atom("truthy", MC + ("pooler_config",), False),
+        atom("truthy", MC + ("is_encoder_decoder",)),
+    ]
     left = residual(required, [])
     assert [a.key for a in left] == [("truthy", MC + ("pooler_config",)), ("truthy", MC + ("is_encoder_decoder",))]
     left = residual(required, [atom("truthy", MC + ("is_encoder_decoder",))])

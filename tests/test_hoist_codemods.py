@@ -5,12 +5,12 @@ from __future__ import annotations
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from cachelint.fixer import _apply_atomically, apply_file_edits
+from cachelint.apply.fixer import _apply_atomically, apply_file_edits
 from cachelint.model import Applicability, Edit, EditKind, Finding, Fix, Span
 from codemods.hoist import HoistCommand
 from codemods.memoize import MemoizeCommand
 
-SRC = '''import inspect
+SRC = """import inspect
 
 
 class Runner:
@@ -23,7 +23,7 @@ class Runner:
         for i in range(3):
             b = inspect.signature(self.model)
         return a, b
-'''
+"""
 
 
 def span(src: str, line: int, text: str) -> Span:
@@ -44,7 +44,10 @@ def run(src: str, edits: list[Edit]) -> tuple[str, HoistCommand]:
 
 def test_insert_before_goes_to_the_innermost_block_holding_every_use():
     code, cmd = run(SRC, [Edit(S10, "sig"), Edit(S12, "sig"), LOCAL])
-    assert "    def step(self, x):\n        sig = inspect.signature(self.model)\n        if x:\n            a = sig\n" in code
+    assert (
+        "    def step(self, x):\n        sig = inspect.signature(self.model)\n        if x:\n            a = sig\n"
+        in code
+    )
     assert "            b = sig\n" in code
     assert not cmd.unmatched
 
@@ -69,7 +72,9 @@ def test_append_to_a_function_that_is_not_there_is_unmatched():
 
 
 def test_module_constant_is_appended_after_two_blank_lines():
-    const = Edit(Span(0, 0, 0, 0), "_SIG = inspect.signature(print)", kind=EditKind.APPEND_TO_FUNCTION, target="<module>")
+    const = Edit(
+        Span(0, 0, 0, 0), "_SIG = inspect.signature(print)", kind=EditKind.APPEND_TO_FUNCTION, target="<module>"
+    )
     code, _ = run(SRC, [const])
     assert code.endswith("        return a, b\n\n\n_SIG = inspect.signature(print)\n")
 
@@ -82,7 +87,9 @@ def test_memoize_adds_the_decorator_on_top_and_the_import_once():
     ]
     cmd = MemoizeCommand(CodemodContext(), edits)
     code = cmd.transform_module(cst.parse_module(src)).code
-    assert code == "import os\nimport functools\n\n@functools.cache\n@staticmethod\ndef f(n: int) -> int:\n    return n\n"
+    assert (
+        code == "import os\nimport functools\n\n@functools.cache\n@staticmethod\ndef f(n: int) -> int:\n    return n\n"
+    )
     cmd2 = MemoizeCommand(CodemodContext(), edits)
     assert cmd2.transform_module(cst.parse_module(code)).code == code
 
@@ -94,7 +101,13 @@ def _finding(line: int, edits: tuple) -> Finding:
 def test_a_finding_whose_edits_do_not_all_apply_is_dropped_whole():
     good = _finding(10, (Edit(S10, "self._sig"), INIT))
     # its replacement is fine, but its statement goes to a function that does not exist
-    broken = _finding(12, (Edit(S12, "self._other"), Edit(Span(5, 0, 5, 0), "self._other = 1", kind=EditKind.APPEND_TO_FUNCTION, target="Nope.__init__")))
+    broken = _finding(
+        12,
+        (
+            Edit(S12, "self._other"),
+            Edit(Span(5, 0, 5, 0), "self._other = 1", kind=EditKind.APPEND_TO_FUNCTION, target="Nope.__init__"),
+        ),
+    )
     code, fixed = _apply_atomically(SRC, [good, broken], "m.py")
     assert fixed == [good]
     assert "self._other" not in code and "a = self._sig" in code

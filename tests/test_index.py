@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import random
 import textwrap
 
-import random
-
-from cachelint import cache
-from cachelint.cachesites import _named
-from cachelint.index import (
+from cachelint.facts.cachesites import _named
+from cachelint.incremental import cache
+from cachelint.index.indexer import (
     _SUPPRESS_RE,
     _in_string,
     fills_site,
@@ -171,8 +170,31 @@ def test_suppressions_read_on_marked_lines_equal_a_read_of_every_line():
     # only the lines that mention a marker are read; line numbers must stay
     # Python's (\r\n, \r and \n break lines; \f and \u2028 do not), and a
     # lower case that changes the text's length (\u0130) must not shift them
-    parts = ["#", " ", "noqa", "NOQA", ":", "CL001", ",", "\n", "\r\n", "\r", "'", '"', "\\",
-             "cachelint", "ignore", "[", "]", "x", "\u00e9", "\x0c", "\u2028", "\u0130", "\u0131"]
+    parts = [
+        "#",
+        " ",
+        "noqa",
+        "NOQA",
+        ":",
+        "CL001",
+        ",",
+        "\n",
+        "\r\n",
+        "\r",
+        "'",
+        '"',
+        "\\",
+        "cachelint",
+        "ignore",
+        "[",
+        "]",
+        "x",
+        "\u00e9",
+        "\x0c",
+        "\u2028",
+        "\u0130",
+        "\u0131",
+    ]
     rnd = random.Random(6)
     for _ in range(20000):
         src = "".join(rnd.choice(parts) for _ in range(rnd.randint(0, 40)))
@@ -183,13 +205,7 @@ def test_suppressions_read_on_marked_lines_equal_a_read_of_every_line():
 
 def _every_call(fi, pick_call):
     """The brute-force scan: every call of every function, in order."""
-    return [
-        (f, c)
-        for f in fi.functions
-        if not f.under_type_checking
-        for c in scanned_calls(f)
-        if pick_call(f, c)
-    ]
+    return [(f, c) for f in fi.functions if not f.under_type_checking for c in scanned_calls(f) if pick_call(f, c)]
 
 
 def test_scan_positions_name_exactly_the_calls_a_scan_of_every_call_picks():
@@ -230,7 +246,7 @@ def test_scan_positions_name_exactly_the_calls_a_scan_of_every_call_picks():
 
     for keys in ({"probe"}, {"measure"}, {"build"}, {""}, {"get", "len"}, {"missing"}):
         got = list(scan_hits(functions, [fi], named(keys)))
-        assert got == _every_call(fi, lambda f, c: key_of(f, c, keys)), keys
+        assert got == _every_call(fi, lambda f, c: key_of(f, c, keys))  # noqa: B023 - called at once, keys
     # `measure` is found by what it imports, `probe` by its own name and a local import
     assert len(list(scan_hits(functions, [fi], named({"probe"})))) == 3
     # stored and loaded (marshalled until read), or never computed: the same positions

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cachelint.lockfile import Invariant, LockError, Place, dumps, load, merge
+from cachelint.lock.lockfile import Invariant, LockError, Place, dumps, load, merge
 from cachelint.rules import ALL_RULES, rule_reference
 
 from .helpers import FIXTURES, REPO, run_cli
@@ -157,7 +157,11 @@ def test_lock_drops_invariants_nobody_reads(tmp_path):
     # revert both readers to the call: the invariant no longer matters
     for rel, old, new in (
         ("pkg/runner.py", "return config.scheduler.encoder_budget\n", "return REGISTRY.encoder_len(config.model)\n"),
-        ("pkg/scheduler.py", "budget = self.scheduler_config.encoder_budget", "budget = REGISTRY.encoder_len(self.config.model)"),
+        (
+            "pkg/scheduler.py",
+            "budget = self.scheduler_config.encoder_budget",
+            "budget = REGISTRY.encoder_len(self.config.model)",
+        ),
     ):
         p = work / rel
         text = p.read_text().replace(old, new)

@@ -17,7 +17,7 @@ import pytest
 
 from .helpers import REPO
 
-CONFIG_PY = '''\
+CONFIG_PY = """\
 from dataclasses import dataclass, field
 
 
@@ -38,9 +38,9 @@ class Config:
     def __post_init__(self):
         if self.is_encoder_decoder:
             self.cache.encoder_len = probe_encoder(self)
-'''
+"""
 
-USERS_PY = '''\
+USERS_PY = """\
 from pkg.config import Config, probe_encoder
 
 
@@ -48,19 +48,22 @@ def encoder_len(config: Config) -> int:
     if config.is_encoder_decoder:
         return probe_encoder(config)
     return 0
-'''
+"""
 
-PYPROJECT = '''\
+PYPROJECT = """\
 [tool.cachelint]
 preset = "none"
 extend-expensive-calls = [{ pattern = "*.probe_encoder", kind = "registry", pure = true }]
-'''
+"""
 
 
 def _git(cwd: Path, *args: str) -> str:
     env = dict(os.environ)
     env.update(
-        GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com"
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
     )
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
@@ -71,7 +74,10 @@ def _pre_commit_env(home: Path) -> dict:
     env.pop("PYTHONPATH", None)
     env["PRE_COMMIT_COLOR"] = "never"
     env.update(
-        GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com"
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
     )
     return env
 
@@ -85,10 +91,16 @@ def hook_env(tmp_path_factory):
     base = tmp_path_factory.mktemp("precommit")
     hook_repo = base / "hook-repo"
     hook_repo.mkdir()
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, check=True, capture_output=True,
-    ).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src = REPO / rel
         if rel.startswith(("fixtures/", "tests/", "docs/")) or not src.is_file():
@@ -117,8 +129,8 @@ def project(tmp_path, hook_env) -> Path:
         textwrap.dedent(
             f"""\
             repos:
-              - repo: {hook_env['repo']}
-                rev: {hook_env['rev']}
+              - repo: {hook_env["repo"]}
+                rev: {hook_env["rev"]}
                 hooks:
                   - id: cachelint
                   - id: cachelint-fix

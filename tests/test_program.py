@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
-from cachelint.callgraph import hot_paths
 from cachelint.config import HotRoot
-from cachelint.index import index_source
-from cachelint.program import Program
+from cachelint.index.indexer import index_source
+from cachelint.semantic.callgraph import hot_paths
+from cachelint.semantic.program import Program
 
 REGISTRY = """
 class MultiModalRegistry:
@@ -83,7 +83,11 @@ def cold():
 
 def _program() -> Program:
     files = {
-        "eng/multimodal/__init__.py": ("eng.multimodal", True, "from .registry import MultiModalRegistry, MULTIMODAL_REGISTRY\n"),
+        "eng/multimodal/__init__.py": (
+            "eng.multimodal",
+            True,
+            "from .registry import MultiModalRegistry, MULTIMODAL_REGISTRY\n",
+        ),
         "eng/multimodal/registry.py": ("eng.multimodal.registry", False, REGISTRY),
         "eng/config.py": ("eng.config", False, CONFIG),
         "eng/runner.py": ("eng.runner", False, RUNNER),
@@ -115,7 +119,10 @@ def test_types_from_annotations_fields_and_constructors():
     assert p.type_of(runner + ("vllm_config",)) == "eng.config.VllmConfig"
     assert p.type_of(runner + ("vllm_config", "model_config")) == "eng.config.ModelConfig"  # Optional[...] unwrapped
     assert p.type_of(runner + ("vllm_config", "scheduler_config")) == "eng.config.SchedulerConfig"
-    assert p.type_of((("g", "eng.multimodal.registry.MULTIMODAL_REGISTRY"),)) == "eng.multimodal.registry.MultiModalRegistry"
+    assert (
+        p.type_of((("g", "eng.multimodal.registry.MULTIMODAL_REGISTRY"),))
+        == "eng.multimodal.registry.MultiModalRegistry"
+    )
     f = p.callee_function(_call(p, "eng.runner.Runner.b")[0])
     assert f.qualname == "eng.multimodal.registry.MultiModalRegistry.get_encdec_max_encoder_len"
 
@@ -134,7 +141,10 @@ def test_hot_paths_through_bases_imports_and_closures():
         "eng.helpers.helper",
         "eng.helpers.leaf",
     )
-    assert hp.chain("eng.runner.Runner.b")[-2:] == ("eng.runner.Runner.execute_model.<locals>.closure", "eng.runner.Runner.b")
+    assert hp.chain("eng.runner.Runner.b")[-2:] == (
+        "eng.runner.Runner.execute_model.<locals>.closure",
+        "eng.runner.Runner.b",
+    )
     assert hp.chain("eng.helpers.cold") is None
     assert hp.chain("eng.runner.Runner.a") is None
     assert hp.kinds["eng.helpers.leaf"] == "per-step"
@@ -143,9 +153,16 @@ def test_hot_paths_through_bases_imports_and_closures():
 def test_globset_matches_like_fnmatch_and_first_pattern_wins():
     import fnmatch
 
-    from cachelint.catalog import GlobSet
+    from cachelint.globs import GlobSet
 
-    patterns = ["*.Scheduler.schedule", "*Builder.build", "vllm.model_executor.models.*.forward", "a?c", "x[!0-9]y", "*"]
+    patterns = [
+        "*.Scheduler.schedule",
+        "*Builder.build",
+        "vllm.model_executor.models.*.forward",
+        "a?c",
+        "x[!0-9]y",
+        "*",
+    ]
     gs = GlobSet(patterns)
     names = [
         "vllm.v1.core.sched.scheduler.Scheduler.schedule",

@@ -1,4 +1,4 @@
-"""Reads of uncached derived @property attributes (cachelint.properties, CL002)."""
+"""Reads of uncached derived @property attributes (cachelint.facts.properties, CL002)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import textwrap
 
 from cachelint.api import lint_sources
 from cachelint.config import Config, HotRoot
-from cachelint.index import FunctionInfo, function_reads, index_source
+from cachelint.index.indexer import FunctionInfo, function_reads, index_source
 
 ROOTS = (HotRoot("*.Runner.execute_model", "per-step"),)
 
-CONFIG = '''
+CONFIG = """
 class ModelConfig:
     def __init__(self, hf_config):
         self.hf_config = hf_config
@@ -24,7 +24,7 @@ class ModelConfig:
     def layer_types(self) -> list:
         return list(getattr(self.hf_config, "layer_types", ()) or getattr(self.hf_config, "block_types", ())
                     or getattr(self.hf_config, "attn_types", ()))
-'''
+"""
 
 
 def _check(code: str, *, fix: bool = False, unsafe: bool = False):
@@ -35,7 +35,7 @@ def _check(code: str, *, fix: bool = False, unsafe: bool = False):
 
 def test_function_reads_are_in_file_coordinates_with_non_ascii_lines():
     src = textwrap.dedent(
-        '''
+        """
         class Runner:
             def other(self):
                 return "ééé"
@@ -45,7 +45,7 @@ def test_function_reads_are_in_file_coordinates_with_non_ascii_lines():
                 def inner():
                     return self.model_config.is_encoder_decoder
                 return x
-        '''
+        """
     ).lstrip()
     fi = index_source(src, "runner.py", "runner", False)
     f = next(g for g in fi.functions if g.qualname == "runner.Runner.execute_model")
@@ -55,7 +55,7 @@ def test_function_reads_are_in_file_coordinates_with_non_ascii_lines():
     # name watched: statement lines too (they were the segment's, not the file's)
     assert sorted(map(repr, reads)) == sorted(map(repr, whole))
     lines = src.splitlines()
-    for _qn, _e, line, col, end_line, end_col, *_ in reads:
+    for _qn, _e, line, col, _end_line, end_col, *_ in reads:
         assert lines[line - 1][col:end_col] == "self.model_config.is_encoder_decoder"
     assert {r[0] for r in reads} == {"runner.Runner.execute_model", "runner.Runner.execute_model.<locals>.inner"}
 
@@ -75,7 +75,7 @@ def test_function_reads_refuse_a_stale_function_record():
 
 def test_reads_through_an_attribute_that_already_holds_the_value_are_not_reported():
     res = _check(
-        '''
+        """
         from config import ModelConfig
 
         class Runner:
@@ -85,7 +85,7 @@ def test_reads_through_an_attribute_that_already_holds_the_value_are_not_reporte
 
             def execute_model(self, batch):
                 return batch if self.is_encoder_decoder else None
-        '''
+        """
     )
     assert [f for f in res.findings if f.code == "CL002"] == []
 
@@ -93,7 +93,7 @@ def test_reads_through_an_attribute_that_already_holds_the_value_are_not_reporte
 def test_a_call_of_what_a_property_returns_is_not_a_read_finding():
     # `x.prop(...)` calls the value; the getter is not what the site repeats
     res = _check(
-        '''
+        """
         from config import ModelConfig
 
         class Runner:
@@ -102,7 +102,7 @@ def test_a_call_of_what_a_property_returns_is_not_a_read_finding():
 
             def execute_model(self, batch):
                 return self.model_config.layer_types.count("mamba")
-        '''
+        """
     )
     found = [f for f in res.findings if f.code == "CL002"]
     assert len(found) == 1 and found[0].data["property_read"]
@@ -112,7 +112,7 @@ def test_a_call_of_what_a_property_returns_is_not_a_read_finding():
 
 def test_hoisting_a_mutable_property_value_into_init_is_unsafe_when_a_use_mutates_it():
     res = _check(
-        '''
+        """
         from config import ModelConfig
 
         class Runner:
@@ -123,7 +123,7 @@ def test_hoisting_a_mutable_property_value_into_init_is_unsafe_when_a_use_mutate
                 types = self.model_config.layer_types
                 self.model_config.layer_types.append("attention")
                 return types
-        '''
+        """
     )
     found = sorted((f for f in res.findings if f.code == "CL002"), key=lambda f: f.span.line)
     assert [f.span.line for f in found] == [8, 9]
@@ -134,7 +134,7 @@ def test_hoisting_a_mutable_property_value_into_init_is_unsafe_when_a_use_mutate
 
 def test_a_property_read_twice_on_per_call_data_is_hoisted_to_a_local():
     res = _check(
-        '''
+        """
         from config import ModelConfig
 
         class Runner:
@@ -142,11 +142,13 @@ def test_a_property_read_twice_on_per_call_data_is_hoisted_to_a_local():
                 if config.is_encoder_decoder:
                     return 1
                 return 2 if config.is_encoder_decoder else 3
-        ''',
+        """,
         fix=True,
     )
-    assert res.sources_after["runner.py"] == textwrap.dedent(
-        '''
+    assert (
+        res.sources_after["runner.py"]
+        == textwrap.dedent(
+            """
         from config import ModelConfig
 
         class Runner:
@@ -155,13 +157,14 @@ def test_a_property_read_twice_on_per_call_data_is_hoisted_to_a_local():
                 if is_encoder_decoder:
                     return 1
                 return 2 if is_encoder_decoder else 3
-        '''
-    ).lstrip()
+        """
+        ).lstrip()
+    )
 
 
 def test_a_local_hoist_is_unsafe_when_the_function_writes_what_the_getter_reads():
     res = _check(
-        '''
+        """
         from config import ModelConfig
 
         def reconfigure(config: ModelConfig, hf_config):
@@ -172,7 +175,7 @@ def test_a_local_hoist_is_unsafe_when_the_function_writes_what_the_getter_reads(
         class Runner:
             def execute_model(self, config: ModelConfig, hf_config):
                 return reconfigure(config, hf_config)
-        '''
+        """
     )
     found = [f for f in res.findings if f.code == "CL002"]
     assert len(found) == 2
@@ -185,7 +188,7 @@ def test_line_numbers_are_pythons_after_a_form_feed():
     \\x85, \\u2028, \\u2029), which Python does not: every text read by line
     (the property stage, the hoisting checks, non-ASCII columns, ``noqa``
     comments) must number lines as the parser does."""
-    code = '''
+    code = """
         from config import ModelConfig
         # section break:\x0c
         class Runner:
@@ -194,7 +197,7 @@ def test_line_numbers_are_pythons_after_a_form_feed():
                 if config.is_encoder_decoder:  # cachelint: ignore[CL002]
                     return 1
                 return 2 if config.is_encoder_decoder else 3
-        '''
+        """
     res = _check(code)
     text = textwrap.dedent(code).lstrip()
     lines = text.split("\n")  # Python's lines here: no \r in the text
@@ -204,6 +207,9 @@ def test_line_numbers_are_pythons_after_a_form_feed():
     for line, col, end_col in found:
         assert lines[line - 1][col:end_col] == "config.is_encoder_decoder"
     fixed = _check(code, fix=True).sources_after["runner.py"]
-    assert "    def execute_model(self, config: ModelConfig):\n        is_encoder_decoder = config.is_encoder_decoder\n" in fixed
+    assert (
+        "    def execute_model(self, config: ModelConfig):\n        is_encoder_decoder = config.is_encoder_decoder\n"
+        in fixed
+    )
     assert "# section break:\x0c\n" in fixed
     compile(fixed, "runner.py", "exec")

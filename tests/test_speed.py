@@ -10,10 +10,10 @@ import random
 
 import pytest
 
-from cachelint.catalog import GlobSet, literal_runs
 from cachelint.config import Config, resolve_presets
-from cachelint.discover import discover, module_name_for
-from cachelint.program import Program
+from cachelint.discover.walk import discover, module_name_for
+from cachelint.globs import GlobSet, literal_runs
+from cachelint.semantic.program import Program
 
 from .helpers import REPO
 
@@ -56,9 +56,12 @@ def test_discovery_module_names_match_the_unmemoized_climb():
 
 
 def test_self_attribute_writers_match_a_plain_scan():
-    from cachelint.index import index_source
+    from cachelint.index.indexer import index_source
 
-    paths = [REPO / "cachelint" / n for n in ("program.py", "cachesites.py", "config.py", "fixer.py", "cache.py")]
+    paths = [
+        REPO / "cachelint" / n
+        for n in ("semantic/program.py", "facts/cachesites.py", "config.py", "apply/fixer.py", "incremental/cache.py")
+    ]
     program = Program([index_source(p.read_text(), str(p), f"cachelint.{p.stem}", False) for p in paths])
     checked = 0
     for cq in program.classes:
@@ -126,7 +129,7 @@ def test_rules_run_with_the_gc_paused_and_check_lets_the_run_go(tmp_path, monkey
 
 
 def test_chunk_plan_deals_every_file_once_and_keeps_the_middle_small():
-    from cachelint.api import _CHUNK_MIN, _FILE_COST, _chunk_plan
+    from cachelint.index.pool import _CHUNK_MIN, _FILE_COST, _chunk_plan
 
     rng = random.Random(7)
     for n in (0, 1, 2, 5, 60, 3000):

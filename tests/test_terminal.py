@@ -76,7 +76,12 @@ def _run_in_pty(args: list[str], cwd: Path, env: dict) -> tuple[int, str]:
     """Run cachelint with stdout and stderr on a pseudo-terminal."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cachelint", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave
+        [sys.executable, "-m", "cachelint", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
     )
     os.close(slave)
     chunks: list[bytes] = []
@@ -114,7 +119,7 @@ def test_no_color_is_respected_on_a_terminal(big_project):
     assert rc == 1
     # NO_COLOR removes colour; the transient progress bar may still draw
     # (cursor movement, no colour codes)
-    report = out[out.index("pkg/users_000.py"):]
+    report = out[out.index("pkg/users_000.py") :]
     assert "\x1b[3" not in report and "\x1b[1m" not in report
     assert "pkg/users_000.py:6:16: CL001 [*]" in report
 
@@ -144,7 +149,10 @@ def test_pipes_get_no_ansi_and_no_progress(big_project):
     assert ANSI not in both.stdout
     always = subprocess.run(
         [sys.executable, "-m", "cachelint", "check", ".", "--color", "always"],
-        cwd=big_project, env=env, capture_output=True, text=True,
+        cwd=big_project,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert ANSI in always.stdout
     # colour never changes the text itself

@@ -66,7 +66,18 @@ def test_seed_sites_found_and_nothing_at_the_fill(report_0102):
     for f in seed:
         assert f["data"]["cached_attribute"] == "SchedulerConfig.max_num_encoder_input_tokens"
         assert f["data"]["fill"]["function"] == FILL
-        for key in ("code", "path", "line", "column", "end_line", "end_column", "message", "function", "hot_path", "fix"):
+        for key in (
+            "code",
+            "path",
+            "line",
+            "column",
+            "end_line",
+            "end_column",
+            "message",
+            "function",
+            "hot_path",
+            "fix",
+        ):
             assert key in f
 
 
@@ -80,9 +91,14 @@ def test_seed_fixes_are_unsafe_and_name_pooler_config(report_0102):
 
 def test_seed_replacements_use_the_shortest_path_in_scope(report_0102):
     by_fn = {f["function"]: f["fix"]["replacement"] for f in _seed(report_0102)}
-    assert by_fn["vllm.v1.core.sched.scheduler.Scheduler.schedule"] == "self.scheduler_config.max_num_encoder_input_tokens"
+    assert (
+        by_fn["vllm.v1.core.sched.scheduler.Scheduler.schedule"] == "self.scheduler_config.max_num_encoder_input_tokens"
+    )
     # GPUModelRunner.__init__ binds a local `scheduler_config` before the call
-    assert by_fn["vllm.v1.worker.gpu_model_runner.GPUModelRunner.__init__"] == "scheduler_config.max_num_encoder_input_tokens"
+    assert (
+        by_fn["vllm.v1.worker.gpu_model_runner.GPUModelRunner.__init__"]
+        == "scheduler_config.max_num_encoder_input_tokens"
+    )
     assert (
         by_fn["vllm.attention.layers.cross_attention._get_max_encoder_len"]
         == "vllm_config.scheduler_config.max_num_encoder_input_tokens"
@@ -113,9 +129,7 @@ def test_findings_document_lists_every_cl001_finding(report_0102):
 
 
 def _tree_digest(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*.py"))
-    }
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*.py"))}
 
 
 @pytest.fixture(scope="module")
@@ -154,9 +168,9 @@ def test_fix_removes_only_imports_it_left_unused(v0102, fixed_copy):
     assert "from vllm.multimodal import MULTIMODAL_REGISTRY" in sched
     # every other import line of the changed files is intact
     for rel in ("vllm/attention/layers/cross_attention.py", "vllm/v1/kv_cache_interface.py"):
-        before = [l for l in (v0102 / rel).read_text().splitlines() if l.startswith(("import ", "from "))]
-        after = [l for l in (fixed_copy / rel).read_text().splitlines() if l.startswith(("import ", "from "))]
-        assert [l for l in before if "MULTIMODAL_REGISTRY" not in l] == after
+        before = [ln for ln in (v0102 / rel).read_text().splitlines() if ln.startswith(("import ", "from "))]
+        after = [ln for ln in (fixed_copy / rel).read_text().splitlines() if ln.startswith(("import ", "from "))]
+        assert [ln for ln in before if "MULTIMODAL_REGISTRY" not in ln] == after
 
 
 def test_fixed_tree_compiles_and_only_reported_files_changed(v0102, fixed_copy, report_0102):
@@ -245,7 +259,9 @@ def test_lock_catches_the_0_13_0_regression(fixed_copy, tmp_path):
     work = _with_lock("0.13.0", fixed_copy, tmp_path)
     proc = run_cli("check", "vllm", "--select", "CL003", "--output-format", "json", cwd=work)
     assert proc.returncode == 1, proc.stderr
-    seed = [f for f in json.loads(proc.stdout) if f["data"]["attribute"] == "SchedulerConfig.max_num_encoder_input_tokens"]
+    seed = [
+        f for f in json.loads(proc.stdout) if f["data"]["attribute"] == "SchedulerConfig.max_num_encoder_input_tokens"
+    ]
     fills = [f for f in seed if f["data"]["role"] == "fill"]
     assert len(fills) == 1
     assert "`vllm.config:VllmConfig.__post_init__` is gone" in fills[0]["message"]
@@ -262,9 +278,9 @@ def test_scan_positions_pick_what_a_scan_of_every_call_picks(v0102, monkeypatch)
     (index.scan_keys), computed in the indexing workers: on the whole tree,
     exactly the calls, in the order, that a scan of every call picks."""
     from cachelint import api
-    from cachelint.cachesites import _fills, _named
     from cachelint.config import Config
-    from cachelint.index import fills_site, function_imports, scan_hits, scanned_calls, use_keys
+    from cachelint.facts.cachesites import _fills, _named
+    from cachelint.index.indexer import fills_site, function_imports, scan_hits, scanned_calls, use_keys
 
     monkeypatch.chdir(v0102)
     analysis, _ = api.analyse(["vllm"], Config(), jobs=2)

@@ -40,8 +40,20 @@ def vllm_source(version: str) -> Path:
         wheel = _find_wheel(wheels, version)
         if wheel is None:
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", f"vllm=={version}", "--no-deps",
-                 "--only-binary", ":all:", "--disable-pip-version-check", "-q", "-d", str(wheels)],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    f"vllm=={version}",
+                    "--no-deps",
+                    "--only-binary",
+                    ":all:",
+                    "--disable-pip-version-check",
+                    "-q",
+                    "-d",
+                    str(wheels),
+                ],
                 check=True,
             )
             wheel = _find_wheel(wheels, version)

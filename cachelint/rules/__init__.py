@@ -53,4 +53,4 @@ def rule_reference() -> str:
     return "".join(parts)
 
 
-__all__ = ["ALL_RULES", "BY_CODE", "rule_reference", "Example", "Rule", "UnknownRuleError", "select_rules"]
+__all__ = ["ALL_RULES", "BY_CODE", "Example", "Rule", "UnknownRuleError", "rule_reference", "select_rules"]

@@ -14,11 +14,12 @@ from __future__ import annotations
 import inspect
 import re
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from ..analysis import Analysis
+    from ..facts.analysis import Analysis
     from ..model import Finding
 
 

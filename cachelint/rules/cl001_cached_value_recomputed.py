@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..index import render
+from ..index.indexer import render
 from ..model import Applicability, Edit, Finding, Fix, Span
 from .base import Example, Rule
 
@@ -241,7 +241,9 @@ def max_encoder_len(config: EngineConfig) -> int:
             call_text = render(c.func) + "(...)"
         message = f"`{call_text}` recomputes `{site.owner}`, which `{site.function.qualname}` already stores"
         fix = None
-        relies_on = [f"fill: `{site.function.qualname}` assigns `{site.owner}` = `{render(('call', site.call.func, site.call.args, site.call.kwargs))}`"]
+        relies_on = [
+            f"fill: `{site.function.qualname}` assigns `{site.owner}` = `{render(('call', site.call.func, site.call.args, site.call.kwargs))}`"
+        ]
         if site.atoms:
             relies_on.append("fill guard: " + " and ".join(f"`{a.negated_text()}`" for a in site.atoms))
         else:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..cost import CostModel
-from ..idioms import fills_once
-from ..hoisting import HoistPlanner, Site
-from ..index import dotted, render
-from ..properties import expensive_properties, hot_property_reads, resolve_read
+from ..facts.cost import CostModel
+from ..facts.properties import expensive_properties, hot_property_reads, resolve_read
+from ..fixes.hoisting import HoistPlanner, Site
+from ..index.indexer import dotted, render
 from ..model import Finding, Span
+from ..semantic.idioms import fills_once
 from .base import Example, Rule
 
 _ROOTS = ({"pattern": "*.Runner.execute_model", "kind": "per-step"},)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..invariants import at_place, place_of
+from ..facts.invariants import at_place, place_of
 from ..model import Finding, Span
 from .base import Example, Rule
 
@@ -237,4 +237,3 @@ def shrink(config: EngineConfig):
         path = analysis.lock_path or "cachelint.lock"
         rel = os.path.relpath(path)
         return (rel if not rel.startswith("..") else path), Span(inv.line or 1, 0, inv.line or 1, 0), None
-

@@ -87,8 +87,7 @@ def pytest_runtest_makereport(item, call):
         return  # a test for another device: skipping it here is expected
     reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
     rep.outcome = "failed"
-    rep.longrepr = (f"skipped in a required engine run ({REQUIRE}={required}), which counts as a failure: "
-                    f"{reason}")
+    rep.longrepr = f"skipped in a required engine run ({REQUIRE}={required}), which counts as a failure: {reason}"
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -101,8 +100,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     required = required_device()
     if required and not _passed:
         terminalreporter.section("engine tier")
-        terminalreporter.write_line(f"no engine test passed in a required run ({REQUIRE}={required}): failing",
-                                    red=True)
+        terminalreporter.write_line(
+            f"no engine test passed in a required run ({REQUIRE}={required}): failing", red=True
+        )
     if not REPORT:
         return
     terminalreporter.section("engine tier")

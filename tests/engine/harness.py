@@ -35,7 +35,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..helpers import REPO, run_cli
+from ..helpers import run_cli
 from ..vllm_source import cache_root
 
 HERE = Path(__file__).resolve().parent
@@ -51,7 +51,7 @@ def installed_vllm() -> Path | None:
     spec = importlib.util.find_spec("vllm")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def vllm_version() -> str | None:
@@ -144,7 +144,7 @@ def rewrite(pkg: Path, dest_root: Path, tier: str, findings: list[dict]) -> Tier
 def rewrite_one(pkg: Path, dest_root: Path, finding: dict) -> Tier:
     """Copy ``pkg`` and apply only ``finding``'s fix: its edits read back from a one-finding JSON report
     (the codemods' loader) and applied by the fixer's own ``apply_file_edits``, every edit kind included."""
-    from cachelint.fixer import apply_file_edits
+    from cachelint.apply.fixer import apply_file_edits
     from codemods.replace_expression import load_edits
 
     copy_package(pkg, dest_root)
@@ -191,7 +191,11 @@ def run_probe(probe: str, args: dict, workdir: Path, first_on_path: Path | None,
     env.setdefault("HF_HUB_OFFLINE", "1")  # models are local directories or already in the local HF cache
     proc = subprocess.run(
         [sys.executable, str(HERE / probe), str(args_path), str(out_path)],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout,
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     (workdir / "stderr.log").write_text(proc.stderr, encoding="utf-8")
     assert proc.returncode == 0 and out_path.exists(), f"{probe} failed:\n{proc.stderr[-6000:]}"
@@ -203,8 +207,17 @@ def run_probe(probe: str, args: dict, workdir: Path, first_on_path: Path | None,
 
 
 # Keys whose values are measurements, not behaviour: never compared.
-MEASUREMENTS = {"step_seconds", "step_cpu_seconds", "init_seconds", "step_seconds_error", "traceback", "vllm_file",
-                "executed", "decode_calls", "decode_steps"}
+MEASUREMENTS = {
+    "step_seconds",
+    "step_cpu_seconds",
+    "init_seconds",
+    "step_seconds_error",
+    "traceback",
+    "vllm_file",
+    "executed",
+    "decode_calls",
+    "decode_steps",
+}
 
 
 def diff(a, b, path: str = "") -> list[str]:

@@ -33,8 +33,16 @@ _TAILS = ["quickly.", "again and again.", "per step.", "at start-up.", "on the c
 
 LLAMA_SPECIALS = ["<unk>", "<s>", "</s>"]
 WHISPER_SPECIALS = [
-    "<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|translate|>",
-    "<|notimestamps|>", "<|nocaptions|>", "<|startofprev|>", "<|startoflm|>", "<|prev|>",
+    "<|endoftext|>",
+    "<|startoftranscript|>",
+    "<|en|>",
+    "<|transcribe|>",
+    "<|translate|>",
+    "<|notimestamps|>",
+    "<|nocaptions|>",
+    "<|startofprev|>",
+    "<|startoflm|>",
+    "<|prev|>",
 ]
 
 
@@ -143,18 +151,21 @@ def _whisper_tokenizer(tok):
 
     vocab, merges = _bpe_parts(tok)
     specials = dict(unk_token="<|endoftext|>", bos_token="<|endoftext|>", eos_token="<|endoftext|>")
-    cls = getattr(tw, "WhisperTokenizer")
+    cls = tw.WhisperTokenizer
     if "vocab" in inspect.signature(cls.__init__).parameters:  # transformers >= 5
         return _with_specials(cls(vocab=vocab, merges=merges, **specials))
     # transformers 4: the fast class takes files
-    from transformers import WhisperTokenizerFast
     import tempfile
+
+    from transformers import WhisperTokenizerFast
 
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "vocab.json").write_text(json.dumps(vocab))
         (Path(d) / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
         return _with_specials(
-            WhisperTokenizerFast(vocab_file=str(Path(d) / "vocab.json"), merges_file=str(Path(d) / "merges.txt"), **specials)
+            WhisperTokenizerFast(
+                vocab_file=str(Path(d) / "vocab.json"), merges_file=str(Path(d) / "merges.txt"), **specials
+            )
         )
 
 

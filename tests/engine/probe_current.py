@@ -77,13 +77,15 @@ def kv_cache_record(engine) -> dict:
     rec = {"scheduler": plain(sched_cfg), "groups": []}
     for g in sched_cfg.kv_cache_groups:
         spec = g.kv_cache_spec
-        rec["groups"].append({
-            "spec_type": type(spec).__name__,
-            "layers": list(g.layer_names),
-            "block_size": spec.block_size,
-            "page_size_bytes": spec.page_size_bytes,
-            "max_memory_usage_bytes": spec.max_memory_usage_bytes(vllm_config),
-        })
+        rec["groups"].append(
+            {
+                "spec_type": type(spec).__name__,
+                "layers": list(g.layer_names),
+                "block_size": spec.block_size,
+                "page_size_bytes": spec.page_size_bytes,
+                "max_memory_usage_bytes": spec.max_memory_usage_bytes(vllm_config),
+            }
+        )
     worker = core.model_executor.driver_worker
     worker = getattr(worker, "worker", worker)
     runner = getattr(worker, "model_runner", None)
@@ -104,8 +106,10 @@ def prompts_for(spec: dict) -> list:
 
         decoder = "<|startoftranscript|><|en|><|transcribe|><|notimestamps|>"
         return [
-            {"encoder_prompt": {"prompt": "", "multi_modal_data": {"audio": synthetic_audio(seconds, tone=tone)}},
-             "decoder_prompt": decoder}
+            {
+                "encoder_prompt": {"prompt": "", "multi_modal_data": {"audio": synthetic_audio(seconds, tone=tone)}},
+                "decoder_prompt": decoder,
+            }
             for seconds, tone in ((2.0, 440.0), (3.5, 660.0), (1.0, 220.0))
         ]
     return list(spec["prompts"])
@@ -159,8 +163,13 @@ def decode_loop_seconds(engine, prompt, params, loops: int) -> tuple[list[list[f
 def run_model(spec: dict) -> dict:
     from vllm import LLM, SamplingParams
 
-    kwargs = dict(model=spec["model"], dtype=spec.get("dtype", "float32"), max_model_len=spec["max_model_len"],
-                  enforce_eager=True, seed=0)
+    kwargs = dict(
+        model=spec["model"],
+        dtype=spec.get("dtype", "float32"),
+        max_model_len=spec["max_model_len"],
+        enforce_eager=True,
+        seed=0,
+    )
     if spec["kind"] == "whisper":
         kwargs["limit_mm_per_prompt"] = {"audio": 1}
     kwargs.update(spec.get("engine_args", {}))
@@ -179,13 +188,15 @@ def run_model(spec: dict) -> dict:
         "outputs": [list(o.outputs[0].token_ids) for o in outs],
         "kv_cache": kv_cache_record(engine),
         "num_gpu_blocks": engine.vllm_config.cache_config.num_gpu_blocks,
-        "max_num_encoder_input_tokens": getattr(engine.vllm_config.scheduler_config,
-                                                "max_num_encoder_input_tokens", None),
+        "max_num_encoder_input_tokens": getattr(
+            engine.vllm_config.scheduler_config, "max_num_encoder_input_tokens", None
+        ),
     }
     loop_params = SamplingParams(temperature=0.0, max_tokens=spec.get("latency_tokens", 12), ignore_eos=True)
     try:
         rec["step_seconds"], rec["step_cpu_seconds"] = decode_loop_seconds(
-            engine, prompts[0], loop_params, spec.get("latency_loops", 5))
+            engine, prompts[0], loop_params, spec.get("latency_loops", 5)
+        )
     except Exception as e:  # latency is a report, not a verdict
         rec["step_seconds_error"] = f"{type(e).__name__}: {e}"
     if spec.get("watch_decode"):  # after the timed loops: profiling must not touch them

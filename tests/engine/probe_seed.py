@@ -35,7 +35,6 @@ import os
 import sys
 import traceback
 
-
 OBSERVES = {
     "cross_attention_max_encoder_len": ["vllm.attention.layers.cross_attention._get_max_encoder_len"],
     "cross_attention_spec_max_memory": ["vllm.v1.kv_cache_interface.CrossAttentionSpec.max_memory_usage_bytes"],
@@ -56,16 +55,22 @@ def use_cpu_platform() -> None:
 def build_config(spec: dict):
     from vllm.engine.arg_utils import EngineArgs
 
-    kwargs = dict(model=spec["model"], dtype="float32", max_model_len=spec.get("max_model_len", 448),
-                  enforce_eager=True, seed=0)
+    kwargs = dict(
+        model=spec["model"], dtype="float32", max_model_len=spec.get("max_model_len", 448), enforce_eager=True, seed=0
+    )
     kwargs.update(spec.get("engine_args", {}))
     return EngineArgs(**kwargs).create_engine_config()
 
 
 def _kv_cache_config(vllm_config):
     import torch
-    from vllm.v1.kv_cache_interface import (CrossAttentionSpec, FullAttentionSpec, KVCacheConfig,
-                                            KVCacheGroupSpec, KVCacheTensor)
+    from vllm.v1.kv_cache_interface import (
+        CrossAttentionSpec,
+        FullAttentionSpec,
+        KVCacheConfig,
+        KVCacheGroupSpec,
+        KVCacheTensor,
+    )
 
     common = dict(block_size=16, num_kv_heads=4, head_size=64, dtype=torch.float32, use_mla=False)
     groups = [KVCacheGroupSpec(["self"], FullAttentionSpec(**common))]
@@ -73,7 +78,9 @@ def _kv_cache_config(vllm_config):
         groups.append(KVCacheGroupSpec(["cross"], CrossAttentionSpec(**common)))
     num_blocks = 1024
     vllm_config.cache_config.num_gpu_blocks = num_blocks  # as the engine core sets it after profiling
-    tensors = [KVCacheTensor(size=num_blocks * g.kv_cache_spec.page_size_bytes, shared_by=g.layer_names) for g in groups]
+    tensors = [
+        KVCacheTensor(size=num_blocks * g.kv_cache_spec.page_size_bytes, shared_by=g.layer_names) for g in groups
+    ]
     return KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=tensors, kv_cache_groups=groups)
 
 
@@ -108,12 +115,14 @@ def obs_scheduler_encoder_tokens(cfg):
 
     sched.kv_cache_manager.allocate_slots = spy
     length = 8
-    features = [MultiModalFeatureSpec(data=None, modality="audio", identifier="clip-0",
-                                      mm_position=PlaceholderRange(offset=0, length=length))]
+    features = [
+        MultiModalFeatureSpec(
+            data=None, modality="audio", identifier="clip-0", mm_position=PlaceholderRange(offset=0, length=length)
+        )
+    ]
     if not cfg.model_config.is_encoder_decoder:
         features = None  # a decoder-only model takes no encoder input
-    req = Request("r0", [0] * length, SamplingParams(max_tokens=4), None, eos_token_id=None,
-                  mm_features=features)
+    req = Request("r0", [0] * length, SamplingParams(max_tokens=4), None, eos_token_id=None, mm_features=features)
     sched.add_request(req)
     sched.schedule()
     if not seen:

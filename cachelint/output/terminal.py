@@ -19,6 +19,8 @@ import re
 import sys
 from typing import TextIO
 
+from ..progress import Progress
+
 PROGRESS_MIN_FILES = 200
 
 
@@ -52,13 +54,22 @@ def progress_enabled(stream: TextIO) -> bool:
 _STYLES = (
     # finding header: path:line:col: CODE [*]
     (re.compile(r"^(?P<path>[^\s|=][^\n]*?):(?P<pos>\d+:\d+):", re.MULTILINE), {"path": "bold", "pos": "dim"}),
-    (re.compile(r"^[^\s|=][^\n]*?:\d+:\d+: (?P<code>[A-Z]+\d+)(?: (?P<fix>\[\*\]))?", re.MULTILINE), {"code": "bold red", "fix": "cyan"}),
+    (
+        re.compile(r"^[^\s|=][^\n]*?:\d+:\d+: (?P<code>[A-Z]+\d+)(?: (?P<fix>\[\*\]))?", re.MULTILINE),
+        {"code": "bold red", "fix": "cyan"},
+    ),
     # code frame gutter and carets
     (re.compile(r"^(?P<gutter> *\d* \|)", re.MULTILINE), {"gutter": "bold blue"}),
-    (re.compile(r"^ *\| *(?P<carets>\^+)(?P<label> [A-Z]+\d+)?$", re.MULTILINE), {"carets": "bold red", "label": "bold red"}),
+    (
+        re.compile(r"^ *\| *(?P<carets>\^+)(?P<label> [A-Z]+\d+)?$", re.MULTILINE),
+        {"carets": "bold red", "label": "bold red"},
+    ),
     # notes under a finding
     (re.compile(r"^(?P<eq>  =) (?P<what>hot path|fix)", re.MULTILINE), {"eq": "bold blue", "what": "bold"}),
-    (re.compile(r"^  = fix \((?P<safe>safe)\)|^  = fix \((?P<unsafe>unsafe)\)", re.MULTILINE), {"safe": "green", "unsafe": "yellow"}),
+    (
+        re.compile(r"^  = fix \((?P<safe>safe)\)|^  = fix \((?P<unsafe>unsafe)\)", re.MULTILINE),
+        {"safe": "green", "unsafe": "yellow"},
+    ),
     # summary
     (re.compile(r"^(?P<ok>All checks passed!)$", re.MULTILINE), {"ok": "bold green"}),
     (re.compile(r"^(?P<found>Found \d+ errors?\.)", re.MULTILINE), {"found": "bold"}),
@@ -83,19 +94,6 @@ def write_coloured(text: str, stream: TextIO) -> None:
 
 
 # --- progress ----------------------------------------------------------------
-
-
-class Progress:
-    """What the pipeline reports: stages with an optional total, and steps."""
-
-    def stage(self, label: str, total: int | None = None) -> None:
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class TerminalProgress(Progress):

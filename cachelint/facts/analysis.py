@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from ..config import Config
+from ..index.indexer import CallSite, FileIndex, FunctionInfo
+from ..lock.lockfile import Invariant
+from ..semantic.callgraph import HotPaths, hot_paths
+from ..semantic.program import Program
 from .cachesites import CacheAnalysis
-from .callgraph import HotPaths, hot_paths
 from .catalog import Catalog
-from .config import Config
-from .index import CallSite, FileIndex, FunctionInfo
 from .invariants import InvariantCheck, InvariantState
-from .lockfile import Invariant
-from .program import Program
 
 
 class Analysis:

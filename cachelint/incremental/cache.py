@@ -5,7 +5,7 @@ Two kinds of entries live under the cache directory (default
 ``.gitignore`` inside it):
 
 ``index/`` and ``packs/``
-    One :class:`~cachelint.index.FileIndex` per file, keyed by the file's
+    One :class:`~cachelint.index.indexer.FileIndex` per file, keyed by the file's
     content hash, its path and module name, and the tool fingerprint. Stored
     as ``marshal`` of plain tuples (about ten times faster to load than
     pickled dataclasses, and how the indexing workers send their results
@@ -54,7 +54,7 @@ them only when
 * or the calls of existing functions changed, and no walk of the previous
   analysis read those functions' calls: the walks that follow calls from
   function to function (hot paths, cost, purity, hoisting) note each
-  function whose calls they read (:func:`~cachelint.index.observing`), and
+  function whose calls they read (:func:`~cachelint.index.indexer.observing`), and
   the results entry keeps that set with the cache sites' callee names. The
   two scans that judge every call alone (a call assigned whole to an
   attribute may fill a cache site; a call by a site's callee name may use
@@ -93,13 +93,26 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import fields
-from operator import attrgetter
 from pathlib import Path
 
-from . import __version__
-from .index import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, observing, readers
-from .model import Applicability, Edit, EditKind, Finding, Fix, Span
+from .. import __version__
+from ..index.codec import (
+    _FI,
+    _FI_ASSIGNS,
+    _FI_CALLS,
+    _FI_CLASSES,
+    _FI_FUNCTIONS,
+    _FI_SCANS,
+    _FN,
+    _FN_ASSIGNS,
+    _FN_CALLS,
+    _FN_PARAMS,
+    _names,
+    decode_index,
+    encode_index,
+)
+from ..index.indexer import Assign, CallSite, ClassInfo, Param, observing, readers
+from ..model import Applicability, Edit, EditKind, Finding, Fix, Span
 
 FORMAT = 2
 DEFAULT_DIR = ".cachelint_cache"
@@ -342,77 +355,6 @@ def default_cache_dir(project_root: Path) -> Path:
 # flattening in C.
 
 
-def _names(cls) -> list[str]:
-    return [f.name for f in fields(cls)]
-
-
-_get_param = attrgetter(*_names(Param))
-_get_assign = attrgetter(*_names(Assign))
-_get_call = attrgetter(*_names(CallSite))
-_get_class = attrgetter(*_names(ClassInfo))
-_FN = _names(FunctionInfo)
-# every field but the calls (read from __dict__ by _enc_fn, as loaded)
-_get_fn = attrgetter(*(n if n != "calls" else "qualname" for n in _FN))
-_FN_PARAMS, _FN_ASSIGNS, _FN_CALLS = _FN.index("params"), _FN.index("assigns"), _FN.index("calls")
-_FI = _names(FileIndex)
-# every field but the scans (read from __dict__ by encode_index, as loaded)
-_get_fi = attrgetter(*(n if n != "scans" else "path" for n in _FI))
-_FI_CLASSES, _FI_FUNCTIONS = _FI.index("classes"), _FI.index("functions")
-_FI_CALLS, _FI_ASSIGNS = _FI.index("module_calls"), _FI.index("module_assigns")
-_FI_SCANS = _FI.index("scans")
-
-
-def _enc_fn(f: FunctionInfo) -> list:
-    t = list(_get_fn(f))
-    t[_FN_PARAMS] = [_get_param(p) for p in f.params]
-    t[_FN_ASSIGNS] = [_get_assign(a) for a in f.assigns]
-    calls = f.__dict__["calls"]  # not f.calls: encoding reads nothing for the analysis
-    # marshalled apart: loading an index leaves them as bytes until they are
-    # read (index._unpack_calls); the cache's own checks use _expanded
-    t[_FN_CALLS] = calls if type(calls) is bytes else marshal.dumps([_get_call(c) for c in calls])
-    return t
-
-
-def encode_index(fi: FileIndex) -> list:
-    t = list(_get_fi(fi))
-    t[_FI_CLASSES] = [_get_class(c) for c in fi.classes]
-    t[_FI_FUNCTIONS] = [_enc_fn(f) for f in fi.functions]
-    t[_FI_CALLS] = [_get_call(c) for c in fi.module_calls]
-    t[_FI_ASSIGNS] = [_get_assign(a) for a in fi.module_assigns]
-    scans = fi.__dict__["scans"]  # as loaded, if it was (see index._Packed)
-    # marshalled apart, like the calls: a run that does not scan (a verified
-    # edit) loads them as one bytes object per file
-    t[_FI_SCANS] = marshal.dumps(scans) if type(scans) is tuple else scans
-    return t
-
-
-def _dec_fn(t: list) -> FunctionInfo:
-    t[_FN_PARAMS] = [Param(*p) for p in t[_FN_PARAMS]]
-    t[_FN_ASSIGNS] = [Assign(*a) for a in t[_FN_ASSIGNS]]
-    calls = t[_FN_CALLS]
-    if type(calls) is not bytes:  # expanded (see _expanded)
-        t[_FN_CALLS] = [CallSite(*c) for c in calls]
-    return FunctionInfo(*t)
-
-
-def decode_index(t: list, unpack_scans: bool = False) -> FileIndex:
-    """The FileIndex of an encoded one. Its functions' calls stay marshalled
-    until read (see _enc_fn and index._unpack_calls): the analysis reads those
-    of about one function in eight (vLLM 0.33.0: 5,000 of 42,000), the hot
-    paths' and the cache-site scans' hits. With ``unpack_scans``, the
-    positions of the calls by scan key are unpacked now (every analysis
-    reads them all, see index.scan_hits): the indexing pool's results, decoded
-    while the workers still run, which keeps that work off the serial part."""
-    t = list(t)
-    if unpack_scans and type(t[_FI_SCANS]) is bytes:
-        t[_FI_SCANS] = marshal.loads(t[_FI_SCANS])
-    t[_FI_CLASSES] = [ClassInfo(*c) for c in t[_FI_CLASSES]]
-    t[_FI_FUNCTIONS] = [_dec_fn(list(f)) for f in t[_FI_FUNCTIONS]]
-    t[_FI_CALLS] = [CallSite(*c) for c in t[_FI_CALLS]]
-    t[_FI_ASSIGNS] = [Assign(*a) for a in t[_FI_ASSIGNS]]
-    return FileIndex(*t)
-
-
 def _expanded(t: list) -> list:
     """An encoded index with each function's calls as a list of tuples, and
     its calls' positions by scan key as tuples, as the checks below read them
@@ -538,7 +480,9 @@ _CLASS_METHODS = _names(ClassInfo).index("methods")
 _PARAM_ANN, _PARAM_DEFAULT = _names(Param).index("annotation"), _names(Param).index("default")
 _A_TARGET, _A_KIND = _names(Assign).index("target"), _names(Assign).index("kind")
 # assignments that bind a local name and nothing else (not "def", "import")
-_LOCAL_KINDS = frozenset({"assign", "annassign", "augassign", "for", "with", "unpack", "walrus", "del", "except", "match"})
+_LOCAL_KINDS = frozenset(
+    {"assign", "annassign", "augassign", "for", "with", "unpack", "walrus", "del", "except", "match"}
+)
 
 
 def _has_call(e) -> bool:
@@ -624,7 +568,7 @@ def inert_difference(old_t: list, new_t: list, scan_free=None):
 # every function alone by a key (cachesites: a call assigned whole to an
 # attribute may fill a cache site; a call whose name is a site's callee may
 # be a use of it). `FunctionInfo.calls` notes which functions the walks read
-# (cachelint.index.observing) and the results entry keeps them with the
+# (cachelint.index.indexer.observing) and the results entry keeps them with the
 # sites' keys. A function whose calls no walk read, whose other fields are
 # unchanged, and whose added and removed calls no scan would pick up cannot
 # change any finding: its calls are dropped from both indexes before the
@@ -637,7 +581,7 @@ _C_FUNC, _C_ASSIGNED = _names(CallSite).index("func"), _names(CallSite).index("a
 def _scanner(site_keys: set, module_imports: dict):
     """``scan_free(call, f)`` for one file: whether neither scan over every
     call would pick up the encoded ``call`` of the encoded function ``f``."""
-    from .index import function_imports, use_keys
+    from ..index.indexer import function_imports, use_keys
 
     def scan_free(call, f) -> bool:
         t = call[_C_ASSIGNED]
@@ -656,7 +600,7 @@ def _unlined(call) -> tuple:
     return _ordered(c)
 
 
-# Readers of a function's calls (cachelint.index.readers) for which the cache
+# Readers of a function's calls (cachelint.index.indexer.readers) for which the cache
 # can tell an added or removed call apart from one they would act on. For
 # each, what the call must not be (see _locally_inert and verify_edited):
 #
@@ -687,8 +631,8 @@ def _locally_inert(call) -> bool:
     """What the readers of INERT_READERS decide from an encoded call alone:
     it fills no memo dict (the idiom's own method names) and probes no config
     attribute (the config walk's own probe names)."""
-    from .cost import PROBES
-    from .idioms import MEMO_FILL_METHODS
+    from ..facts.cost import PROBES
+    from ..semantic.idioms import MEMO_FILL_METHODS
 
     func = call[_C_FUNC]
     if func[0] == "attr" and func[2] in MEMO_FILL_METHODS:
@@ -706,7 +650,9 @@ def _edited(old_t: list, new_t: list, observed: dict, scan_free):
     encoded new calls) of each observed one, whose calls still have to be
     shown inert against the whole program (:func:`verify_edited`)."""
     new_fns = {f[_FN_QN]: f for f in new_t[_FI_FUNCTIONS]}
-    if len(new_fns) != len(new_t[_FI_FUNCTIONS]) or len({f[_FN_QN] for f in old_t[_FI_FUNCTIONS]}) != len(old_t[_FI_FUNCTIONS]):
+    if len(new_fns) != len(new_t[_FI_FUNCTIONS]) or len({f[_FN_QN] for f in old_t[_FI_FUNCTIONS]}) != len(
+        old_t[_FI_FUNCTIONS]
+    ):
         return None  # a name defined twice: records would be paired by name alone
     dropped = set()
     checks = []
@@ -749,10 +695,7 @@ def _merge_lines(linemap: dict, pairs: dict | None) -> bool:
     none or a line would move to two places."""
     if pairs is None:
         return False
-    for a, b in pairs.items():
-        if linemap.setdefault(a, b) != b:
-            return False
-    return True
+    return all(linemap.setdefault(a, b) == b for a, b in pairs.items())
 
 
 def _paired_lines(old_calls: list, new_calls: list) -> dict | None:
@@ -818,12 +761,12 @@ def verify_edited(analysis, checks: list, graph, watch, observed: dict, files, b
       about (a finding in it, a writer hoisting looked at); and none of them
       has a call CL002 would report or a read of an expensive property.
     """
-    from .callgraph import edges_of, resolve_call, walk
-    from .catalog import is_cached_function
-    from .cost import CostModel
-    from .index import decode_source, dotted, observing, readers, split_lines
-    from .properties import named_in, watched_reads
-    from .rules.cl002_expensive_call_on_hot_path import call_sites
+    from ..facts.cost import CostModel
+    from ..facts.properties import named_in, watched_reads
+    from ..index.indexer import decode_source, dotted, observing, readers, split_lines
+    from ..rules.cl002_expensive_call_on_hot_path import call_sites
+    from ..semantic.callgraph import edges_of, resolve_call, walk
+    from ..semantic.idioms import is_cached_function
 
     p = analysis.program
     costs = CostModel(p, analysis.catalog, _NoSites())
@@ -909,7 +852,7 @@ def verify_edited(analysis, checks: list, graph, watch, observed: dict, files, b
     return (roots, edges, callers_read, absent), readers(seen), parsed, texts
 
 
-# line slots of a read (cachelint.index.function_reads)
+# line slots of a read (cachelint.index.indexer.function_reads)
 _LINES_READ = (2, 4, 8)
 
 
@@ -920,10 +863,10 @@ def _same_reads(watch, qualnames: list, new_fi, data: bytes) -> dict | None:
     otherwise.
 
     ``watch``: the previous run's (watched names, {function: reads parsed})
-    (:func:`cachelint.properties.hot_property_reads`): a function it did not
+    (:func:`cachelint.facts.properties.hot_property_reads`): a function it did not
     parse had no ``.name`` for a watched name in its text, so no reads."""
-    from .index import decode_source, split_lines
-    from .properties import watched_reads
+    from ..facts.properties import watched_reads
+    from ..index.indexer import decode_source, split_lines
 
     names, parsed = watch
     try:
@@ -944,7 +887,9 @@ def _same_reads(watch, qualnames: list, new_fi, data: bytes) -> dict | None:
         if len(old) != len(new):
             return None
         for a, b in zip(old, new):
-            if [x for k, x in enumerate(a) if k not in _LINES_READ] != [x for k, x in enumerate(b) if k not in _LINES_READ]:
+            if [x for k, x in enumerate(a) if k not in _LINES_READ] != [
+                x for k, x in enumerate(b) if k not in _LINES_READ
+            ]:
                 return None
             for k in _LINES_READ:
                 if out.setdefault(a[k], b[k]) != b[k]:
@@ -983,7 +928,14 @@ def encode_finding(f: Finding) -> tuple:
         fix = (
             f.fix.applicability.value,
             tuple(
-                (_span(e.span), e.replacement, e.remove_names, e.kind.value, e.target, tuple(_span(a) for a in e.anchors))
+                (
+                    _span(e.span),
+                    e.replacement,
+                    e.remove_names,
+                    e.kind.value,
+                    e.target,
+                    tuple(_span(a) for a in e.anchors),
+                )
                 for e in f.fix.edits
             ),
             f.fix.message,
@@ -1082,7 +1034,7 @@ def project_root(paths: list[str], config) -> Path:
     """Where the cache lives: where ``cachelint.lock`` lives (the configuration
     file's directory, else the nearest ancestor of the first path with a lock,
     a ``pyproject.toml`` or a ``.git``, else the current directory)."""
-    from .lockfile import find_lock
+    from ..lock.lockfile import find_lock
 
     return find_lock(Path(paths[0]) if paths else Path.cwd(), getattr(config, "source", None)).parent
 
@@ -1109,7 +1061,7 @@ def cached_findings(
     ``verified``: remapped after checking calls edited in functions the
     analysis read against the whole program (see :func:`verify_edited`),
     ``partial``: whole-program analysis re-run, some indexes from the cache,
-    ``miss``); and the :class:`~cachelint.analysis.Analysis` when one was built
+    ``miss``); and the :class:`~cachelint.facts.analysis.Analysis` when one was built
     (always with ``need_analysis``, which skips result reuse).
 
     ``make_analysis(indexes)`` builds the analysis (presets merged, the lock
@@ -1117,8 +1069,10 @@ def cached_findings(
     ``resolve()`` returns the configuration with its presets merged (for
     the hot roots: without it, added functions always re-run the analysis).
     """
-    from .api import default_jobs, gc_paused, index_shared, run_rules
-    from .index import index_bytes, index_file, read_bytes
+    from ..gcpause import gc_paused
+    from ..index.indexer import index_bytes, index_file, read_bytes
+    from ..index.pool import default_jobs, index_shared
+    from ..rules.runner import run_rules
 
     fp = tool_fingerprint()
     blobs: list = []
@@ -1297,7 +1251,7 @@ def _text_digests(data: bytes, fns: list) -> list:
 
 
 def _parallel_threshold() -> int:
-    from .api import PARALLEL_THRESHOLD
+    from ..index.pool import PARALLEL_THRESHOLD
 
     return PARALLEL_THRESHOLD
 
@@ -1306,7 +1260,7 @@ def _unseen(inert: list, blobs: list, old_findings: list, root_patterns: list) -
     """Whether added and removed inert functions are invisible to the analysis:
     each name is written in the sources only where an added function defines
     it, in no previous finding, and no qualified name is a hot root."""
-    from .catalog import GlobSet
+    from ..globs import GlobSet
 
     roots = GlobSet(list(root_patterns))
     texts = []
@@ -1340,8 +1294,8 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
     shown inert against the whole program (:func:`verify_edited`) before the
     findings may be used. ``roots()``: the hot-root globs (the resolved
     configuration's); without it, any change of an interface is a change."""
-    from .api import _suppressed
-    from .index import index_bytes
+    from ..index.indexer import index_bytes
+    from ..rules.runner import suppressed as _suppressed
 
     old_hashes, old_findings, old_flags, hot, observed, site_keys, watch, _graph = prev
     site_keys = set(site_keys)

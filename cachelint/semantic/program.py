@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from .index import ClassInfo, FileIndex, FunctionInfo, conv, dotted
+from ..index.indexer import ClassInfo, FileIndex, FunctionInfo, conv, dotted
 
 Value = tuple
 CONSTRUCTORS = ("__init__", "__post_init__")
@@ -42,7 +42,7 @@ _ALIAS_KINDS = ("assign", "annassign", "walrus")
 class FunctionContext:
     """Name binding facts of one function body, evaluated lazily."""
 
-    __slots__ = ("program", "f", "self_class", "module", "locals", "params", "self_name", "_memo", "parent")
+    __slots__ = ("_memo", "f", "locals", "module", "params", "parent", "program", "self_class", "self_name")
 
     def __init__(self, program: Program, f: FunctionInfo, self_class: str | None) -> None:
         self.program = program
@@ -293,12 +293,7 @@ class Program:
             result = opaque
             if len(ws) == 1:
                 f, a = ws[0]
-                if (
-                    f.name in CONSTRUCTORS
-                    and not a.guard
-                    and not a.in_loop
-                    and a.kind in ("assign", "annassign")
-                ):
+                if f.name in CONSTRUCTORS and not a.guard and not a.in_loop and a.kind in ("assign", "annassign"):
                     ctx = self.context(f, class_qn)
                     v = self.canon(a.value, ctx, depth + 1)
                     if v is not None and v[0][0] != "c":
@@ -322,9 +317,8 @@ class Program:
                 and not a.guard
             ):
                 ws = self.self_attr_writers(ctx.self_class, a.target[2])
-                if len(ws) == 1:
-                    if best is None or a.line < best[0]:
-                        best = (a.line, a.target[2])
+                if len(ws) == 1 and (best is None or a.line < best[0]):
+                    best = (a.line, a.target[2])
         return best[1] if best else None
 
     # ----- symbolic evaluation -------------------------------------------------
@@ -603,4 +597,3 @@ class Program:
         if spelled:
             out.append(spelled)
         return out
-

@@ -19,16 +19,14 @@ many). So this stage works in two steps:
    each read is resolved: the receiver's type must be known and the name
    must resolve, through its MRO, to one of those getters.
 
-Each resolved read is returned as a :class:`~cachelint.index.CallSite` with
+Each resolved read is returned as a :class:`~cachelint.index.indexer.CallSite` with
 ``is_read`` set, with no arguments, so CL002's selection (repeated work),
 hoisting and safety analysis treat it exactly like a call of the getter.
 """
 
 from __future__ import annotations
 
-from .callgraph import HotPaths
-from .cost import Cost, CostModel
-from .index import (
+from ..index.indexer import (
     CallSite,
     FunctionInfo,
     decode_source,
@@ -36,7 +34,9 @@ from .index import (
     source_digest,
     split_lines,
 )
-from .program import Program
+from ..semantic.callgraph import HotPaths
+from ..semantic.program import Program
+from .cost import Cost, CostModel
 
 
 def is_plain_property(fn: FunctionInfo) -> bool:
@@ -59,7 +59,7 @@ def expensive_properties(program: Program, costs: CostModel) -> dict[str, list[t
 
 
 def watched_reads(lines: list[str], f: FunctionInfo, names) -> list | None:
-    """The reads of ``names`` in ``f``'s own lines (:func:`~cachelint.index.
+    """The reads of ``names`` in ``f``'s own lines (:func:`~cachelint.index.indexer.
     function_reads`), parsing them only if they mention ``.name`` for one of
     the names; None when they mention none (nothing parsed)."""
     body = "".join(lines[f.line - 1 : f.end_line])
@@ -80,9 +80,9 @@ def hot_property_reads(
     """Reads of ``names`` in hot functions, as (function, CallSite with ``is_read``).
 
     Only the hot functions whose own lines contain ``.name`` for one of the
-    names are parsed again, each alone (:func:`~cachelint.index.function_reads`);
+    names are parsed again, each alone (:func:`~cachelint.index.indexer.function_reads`);
     the rest of the tree is not touched. ``parsed`` receives qualified name ->
-    what :func:`~cachelint.index.function_reads` returned, for each function
+    what :func:`~cachelint.index.indexer.function_reads` returned, for each function
     parsed, and None for the hot functions of files that could not be read:
     every other hot function's text has no ``.name`` (the cache relies on
     it to keep findings across an edit of a hot function).
@@ -137,15 +137,27 @@ def hot_property_reads(
                     (
                         g,
                         CallSite(
-                            expr, (), (), line, col, end_line, end_col, guard, in_loop, stmt_line,
-                            in_handler=in_handler, is_read=True,
+                            expr,
+                            (),
+                            (),
+                            line,
+                            col,
+                            end_line,
+                            end_col,
+                            guard,
+                            in_loop,
+                            stmt_line,
+                            in_handler=in_handler,
+                            is_read=True,
                         ),
                     )
                 )
     return out
 
 
-def resolve_read(program: Program, f: FunctionInfo, c: CallSite, wanted: dict) -> tuple[tuple | None, FunctionInfo, Cost] | None:
+def resolve_read(
+    program: Program, f: FunctionInfo, c: CallSite, wanted: dict
+) -> tuple[tuple | None, FunctionInfo, Cost] | None:
     """The canonical callee, getter and cost of a property read, if it reads an expensive one."""
     ctx = program.context(f)
     # the receiver's class must have the property: ``self.uses_mrope`` after

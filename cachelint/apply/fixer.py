@@ -21,7 +21,7 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field, replace
 
-from .model import Applicability, Edit, EditKind, Finding, Span
+from ..model import Applicability, Edit, EditKind, Finding, Span
 
 
 @dataclass
@@ -71,12 +71,12 @@ def compute_fixes(
     digests: dict[str, str] | None = None,
     progress=None,
 ) -> list[FileFix]:
-    """``digests``: each file's :func:`~cachelint.index.source_digest` when it
+    """``digests``: each file's :func:`~cachelint.index.indexer.source_digest` when it
     was analysed; a file whose content differs now is not fixed (the
     findings' positions would be stale)."""
     from codemods.replace_expression import FixError
 
-    from .index import source_digest
+    from ..index.indexer import source_digest
 
     by_path: dict[str, list[Finding]] = {}
     for f in findings:

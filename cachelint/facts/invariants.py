@@ -2,15 +2,15 @@
 
 An invariant is what a CL001 rewrite relies on: "for every object ``X`` of the
 anchor's class, once constructed, ``X.<path>.<attr>`` holds ``callee(args)``
-when ``guard``". It is built from a :class:`~cachelint.cachesites.CacheSite`
+when ``guard``". It is built from a :class:`~cachelint.facts.cachesites.CacheSite`
 and its rewritten readers (:func:`from_uses`), stored in ``cachelint.lock``
-(:mod:`cachelint.lockfile`), and checked against the current code on every run
+(:mod:`cachelint.lock.lockfile`), and checked against the current code on every run
 (:class:`InvariantCheck`): the fill must still exist somewhere (any function:
 moving it is fine) assigning the same call under the same guard, nothing new
 may assign the attribute, and a new read must sit where the fill's guard holds.
 
 Everything is spelled from the fill's point of view with the anchor renamed
-``X`` for comparison (:func:`~cachelint.lockfile.normalise`), so a fill moved
+``X`` for comparison (:func:`~cachelint.lock.lockfile.normalise`), so a fill moved
 from ``EngineConfig.__post_init__`` (anchor ``self``) to a helper
 ``fill(config: EngineConfig)`` (anchor ``config``) is the same invariant.
 Places are module and qualified name, never line numbers.
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .access import spell_atom
-from .guards import Atom, guard_atoms, residual, substitute
-from .index import FunctionInfo, _last_name, dotted, index_source, read_source, render
-from .lockfile import Invariant, Place, normalise
-from .program import CONSTRUCTORS, Program, Value
+from ..index.indexer import FunctionInfo, _last_name, dotted, index_source, read_source, render
+from ..lock.lockfile import Invariant, Place, normalise
+from ..semantic.access import spell_atom
+from ..semantic.guards import Atom, guard_atoms, residual, substitute
+from ..semantic.program import CONSTRUCTORS, Program, Value
 
 
 def place_of(f: FunctionInfo) -> Place:
@@ -62,7 +62,9 @@ def value_text(v, anchor_root, anchor_name: str) -> str:
     elif root[0] == "c":
         callee = value_text(root[1], anchor_root, anchor_name)
         args = ", ".join(
-            f"{a[1]}={value_text(a[2], anchor_root, anchor_name)}" if a and a[0] == "kw" else value_text(a, anchor_root, anchor_name)
+            f"{a[1]}={value_text(a[2], anchor_root, anchor_name)}"
+            if a and a[0] == "kw"
+            else value_text(a, anchor_root, anchor_name)
             for a in root[2]
         )
         head = f"{callee}({args})"
@@ -292,7 +294,11 @@ class InvariantCheck:
         condition) on the object being built."""
         p = self.program
         if anchor_root[0] == "s":
-            if f.name in CONSTRUCTORS and f.class_qualname is not None and p.is_subclass(anchor_root[1], f.class_qualname):
+            if (
+                f.name in CONSTRUCTORS
+                and f.class_qualname is not None
+                and p.is_subclass(anchor_root[1], f.class_qualname)
+            ):
                 return True
             anchor_type = anchor_root[1]
         elif anchor_root[0] == "p":
@@ -372,7 +378,9 @@ class InvariantCheck:
             removed = [d for g, d in zip(locked_guard, inv.guard) if g not in w.guard]
             parts = []
             if added:
-                parts.append("now also requires " + " and ".join(f"`{x}`" for x in added) + " (readers may see the default)")
+                parts.append(
+                    "now also requires " + " and ".join(f"`{x}`" for x in added) + " (readers may see the default)"
+                )
             if removed:
                 parts.append("no longer requires " + " and ".join(f"`{x}`" for x in removed))
             if inv.at_construction and not w.at_construction:
@@ -446,8 +454,10 @@ class InvariantCheck:
         if inv.fill.module in p.modules:
             return True
         shorts = {inv.anchor.rsplit(".", 1)[-1], inv.holder.rsplit(".", 1)[-1]}
-        return inv.anchor in p.classes or inv.holder in p.classes or any(
-            qn.rsplit(".", 1)[-1] in shorts for qn in p.classes
+        return (
+            inv.anchor in p.classes
+            or inv.holder in p.classes
+            or any(qn.rsplit(".", 1)[-1] in shorts for qn in p.classes)
         )
 
     def states(self) -> list[InvariantState]:

@@ -12,7 +12,7 @@ binds ``self.kv_cache_manager = KVCacheManager(...)``), closures, and class
 construction (an edge to ``__init__``). Calls under ``if TYPE_CHECKING``,
 unresolvable dynamic calls, calls into ``functools.cache``/``lru_cache``
 functions (whose bodies run once per arguments), calls under a fill-once
-guard (lazy init, memo dicts: see :mod:`cachelint.idioms`) and calls in
+guard (lazy init, memo dicts: see :mod:`cachelint.semantic.idioms`) and calls in
 ``except`` handlers (error paths) are not edges.
 """
 
@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from .catalog import GlobSet, is_cached_function
-from .config import HotRoot
-from .idioms import fills_once
-from .index import CallSite, FunctionInfo, scanned_calls
+from ..config import HotRoot
+from ..globs import GlobSet
+from ..index.indexer import CallSite, FunctionInfo, scanned_calls
+from .idioms import fills_once, is_cached_function
 from .program import Program
 
 
@@ -33,7 +33,7 @@ class HotPaths:
     """The hot functions, each with its chain from a root and its kind.
 
     Besides answering, it notes what it was asked (the cache keeps it, see
-    :func:`cachelint.cache.verify_edited`): functions asked about that are
+    :func:`cachelint.incremental.cache.verify_edited`): functions asked about that are
     not hot (``absent``), and callee lists of callers read (``callers_read``,
     how many entries). A later run whose hot set grows by functions nobody
     asked about, and whose read callers lists are the same, gets the same

@@ -41,20 +41,41 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
-from .callgraph import HotPaths, resolve_call
-from .catalog import PURE_BUILTINS, is_cached_function
-from .cost import Cost
-from .index import CallSite, FunctionInfo, dotted, read_source, split_lines
-from .model import Applicability, Edit, EditKind, Fix, Span
-from .program import CONSTRUCTORS, Program
+from ..facts.catalog import PURE_BUILTINS
+from ..facts.cost import Cost
+from ..index.indexer import CallSite, FunctionInfo, dotted, read_source, split_lines
+from ..model import Applicability, Edit, EditKind, Fix, Span
+from ..semantic.callgraph import HotPaths, resolve_call
+from ..semantic.idioms import is_cached_function
+from ..semantic.program import CONSTRUCTORS, Program
 
 _BUILTINS = frozenset(dir(builtins))
 # how many hot calls of a function a parameter's value is followed through
 CALLERS_FOLLOWED = 24
 # annotations of hashable values that do not change during a process
 _HASHABLE = frozenset(
-    "int str bool float bytes complex None NoneType tuple Tuple frozenset FrozenSet Literal Optional Union "
-    "dtype device Enum IntEnum StrEnum".split()
+    [
+        "int",
+        "str",
+        "bool",
+        "float",
+        "bytes",
+        "complex",
+        "None",
+        "NoneType",
+        "tuple",
+        "Tuple",
+        "frozenset",
+        "FrozenSet",
+        "Literal",
+        "Optional",
+        "Union",
+        "dtype",
+        "device",
+        "Enum",
+        "IntEnum",
+        "StrEnum",
+    ]
 )
 # returned values callers cannot mutate (a cached return is shared by all callers)
 _IMMUTABLE = _HASHABLE
@@ -164,7 +185,7 @@ def _base_name(c: CallSite) -> str:
     last = re.sub(r"[^0-9a-zA-Z_]", "_", last) or "value"
     if last[0].isdigit():
         last = "v_" + last
-    return last.lower() if not last.isupper() else last.lower()
+    return last.lower()
 
 
 class HoistPlanner:
@@ -406,7 +427,7 @@ class HoistPlanner:
             result = f"`{f.name}` is called where cachelint cannot see its `{n}` argument"
         else:
             result = None
-            params = [q for q in f.params]
+            params = list(f.params)
             for g, c in callers:
                 arg = _argument_for(f, params, c, n)
                 if arg is None:
@@ -430,14 +451,23 @@ class HoistPlanner:
             if any(_is_compile_decorator(d) for d in f.decorators):
                 roots.append(f.qualname)
         for c in p.classes.values():
-            if any((dotted(d[1] if d[0] == "call" else d) or "").split(".")[-1] == "support_torch_compile" for d in c.decorators):
+            if any(
+                (dotted(d[1] if d[0] == "call" else d) or "").split(".")[-1] == "support_torch_compile"
+                for d in c.decorators
+            ):
                 for sub in [c.qualname, *p.subclasses(c.qualname)]:
                     m = p.lookup_method(sub, "forward")
                     if m is not None:
                         roots.append(m.qualname)
         for fi in p.indexes:
             for _name, val in fi.globals.items():
-                if val is not None and val[0] == "call" and _is_compile_call(val[1]) and val[2] and val[2][0][0] == "name":
+                if (
+                    val is not None
+                    and val[0] == "call"
+                    and _is_compile_call(val[1])
+                    and val[2]
+                    and val[2][0][0] == "name"
+                ):
                     qn = p.resolve_name(fi.module, val[2][0][1])
                     if qn in p.functions:
                         roots.append(qn)
@@ -585,7 +615,12 @@ class HoistPlanner:
         target = init.qualname[len(init.module) + 1 :]
         edits = (
             Edit(Span(c.line, c.column, c.end_line, c.end_column), f"{f.self_name}.{attr}"),
-            Edit(Span(init.line, 0, init.line, 0), f"{f.self_name}.{attr} = {text}", kind=EditKind.APPEND_TO_FUNCTION, target=target),
+            Edit(
+                Span(init.line, 0, init.line, 0),
+                f"{f.self_name}.{attr} = {text}",
+                kind=EditKind.APPEND_TO_FUNCTION,
+                target=target,
+            ),
         )
         return Fix(
             Applicability.UNSAFE if reasons else Applicability.SAFE,
@@ -640,7 +675,9 @@ class HoistPlanner:
                     reasons.append(f"`.{attr}` is assigned outside a constructor (`{w.qualname}`, line {a.line})")
                     break
         if chains and not reasons:
-            relies.append("inputs: " + ", ".join(f"`self.{'.'.join(ch)}`" for ch in sorted(seen)) + " bound once at construction")
+            relies.append(
+                "inputs: " + ", ".join(f"`self.{'.'.join(ch)}`" for ch in sorted(seen)) + " bound once at construction"
+            )
 
     def _self_reads(self, g: FunctionInfo, depth: int = 0, seen: set | None = None) -> set:
         """The attributes of its own object that method ``g`` reads, following
@@ -690,7 +727,11 @@ class HoistPlanner:
                 reasons.append(f"module variable `{n}` is rebound")
             elif n in fi.globals and n not in fi.defs:
                 for g in p.functions.values():
-                    if g.module == fi.module and n in g.global_names and any(a.target == ("name", n) for a in g.assigns):
+                    if (
+                        g.module == fi.module
+                        and n in g.global_names
+                        and any(a.target == ("name", n) for a in g.assigns)
+                    ):
                         reasons.append(f"module variable `{n}` is assigned in `{g.qualname}`")
                         break
 
@@ -752,9 +793,8 @@ class HoistPlanner:
                 if len(assigns) != 1 or assigns[0].in_loop or assigns[0].line >= first.line:
                     return None  # rebound, or bound after the first use
                 continue
-            if fi is None or p.resolve_name(fi.module, n) is None:
-                if ctx.parent is None:
-                    return None  # e.g. a comprehension variable
+            if (fi is None or p.resolve_name(fi.module, n) is None) and ctx.parent is None:
+                return None  # e.g. a comprehension variable
         texts = {self.call_text(f, x.call) for x in occ}
         if None in texts or len(texts) != 1:
             return None  # spelled differently: the replacement must be the same expression
@@ -777,7 +817,9 @@ class HoistPlanner:
         if any(self.mutated_at(f, x.call) for x in occ):
             reasons.append("a use changes the value in place, and the uses would now share one object")
         if not _on_one_path([x.call for x in occ]):
-            reasons.append("no use runs on every path through the hoisted statement; the call would run where it did not")
+            reasons.append(
+                "no use runs on every path through the hoisted statement; the call would run where it did not"
+            )
         local = self._fresh_local(f, _base_name(first))
         spans = tuple(Span(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ)
         edits = tuple(Edit(sp, local) for sp in spans) + (
@@ -831,7 +873,11 @@ class HoistPlanner:
         if self._is_generator(f):
             return None
         for prm in f.params:
-            if prm.kind in ("vararg", "kwarg") or prm.annotation is None or not _annotation_ok(prm.annotation, _HASHABLE):
+            if (
+                prm.kind in ("vararg", "kwarg")
+                or prm.annotation is None
+                or not _annotation_ok(prm.annotation, _HASHABLE)
+            ):
                 # a cache keyed on a tensor, a config object or an unknown value
                 # would be keyed on identity: wrong, not merely unproven
                 s.notes.append(
@@ -853,7 +899,8 @@ class HoistPlanner:
         return Fix(
             Applicability.UNSAFE if reasons else Applicability.SAFE,
             edits,
-            message=f"Memoize `{f.name}` with `@functools.cache`" + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
+            message=f"Memoize `{f.name}` with `@functools.cache`"
+            + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
             relies_on=(f"`{f.name}`: {why}",) if pure else (),
         )
 
@@ -908,7 +955,9 @@ class HoistPlanner:
             while name in taken:
                 name, i = f"{base}_{i}", i + 1
             names[text] = name
-        reasons = ["the call moves to import time (it then runs once, when the module is imported, e.g. before devices are set up)"]
+        reasons = [
+            "the call moves to import time (it then runs once, when the module is imported, e.g. before devices are set up)"
+        ]
         edits = (
             Edit(Span(c.line, c.column, c.end_line, c.end_column), name),
             Edit(Span(0, 0, 0, 0), f"{name} = {text}", kind=EditKind.APPEND_TO_FUNCTION, target="<module>"),
@@ -984,7 +1033,7 @@ def _annotation_ok(ann, allowed: frozenset) -> bool:
         if isinstance(ann[1], str):
             import ast
 
-            from .index import conv
+            from ..index.indexer import conv
 
             try:
                 return _annotation_ok(conv(ast.parse(ann[1], mode="eval").body), allowed)

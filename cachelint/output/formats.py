@@ -20,9 +20,9 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from . import __version__
-from .model import Applicability, Finding
-from .rules import ALL_RULES, BY_CODE
+from .. import __version__
+from ..model import Applicability, Finding
+from ..rules import ALL_RULES, BY_CODE
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/cachelint/"

@@ -108,7 +108,7 @@ def _global_local_name(qn: str, ctx: FunctionContext, program: Program) -> str |
 
 
 def spell_atom(atom, ctx: FunctionContext, program: Program, line: int, use_guard=()) -> str | None:
-    """A guard atom (:class:`~cachelint.guards.Atom`) spelled in source valid at
+    """A guard atom (:class:`~cachelint.semantic.guards.Atom`) spelled in source valid at
     ``line`` of ``ctx``, or None when one of its values has no spelling there."""
     key = atom.key
 

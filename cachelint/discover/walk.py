@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .globs import bracket
+from ..globs import bracket
 
 DEFAULT_EXCLUDE = (
     ".git",
@@ -46,7 +46,7 @@ class SourceFile:
 
 
 class _IgnoreRule:
-    __slots__ = ("negate", "dir_only", "regex")
+    __slots__ = ("dir_only", "negate", "regex")
 
     def __init__(self, pattern: str) -> None:
         self.negate = pattern.startswith("!")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from .callgraph import frequency_rank
-from .model import Applicability, Finding
-from .rules import BY_CODE
+from ..model import Applicability, Finding
+from ..rules import BY_CODE
+from ..semantic.callgraph import frequency_rank
 
 
 def frequency(f: Finding) -> str:
@@ -42,9 +42,7 @@ def finding_to_dict(f: Finding) -> dict:
                     "remove_names": list(e.remove_names),
                     "kind": e.kind.value,
                     "target": e.target,
-                    "anchors": [
-                        [a.line, _col1(a.column), a.end_line, _col1(a.end_column)] for a in e.anchors
-                    ],
+                    "anchors": [[a.line, _col1(a.column), a.end_line, _col1(a.end_column)] for a in e.anchors],
                 }
                 for e in f.fix.edits
             ],
@@ -105,7 +103,7 @@ class SourceLines:
 
     def get(self, path: str) -> list[str] | None:
         if path not in self._cache:
-            from .index import read_source, split_lines
+            from ..index.indexer import read_source, split_lines
 
             try:
                 self._cache[path] = split_lines(read_source(path), False)  # Python's line breaks only
@@ -193,16 +191,16 @@ def summary(findings: list[Finding], fixed: int, unsafe_fixes: bool) -> str:
             k = safe + (unsafe if unsafe_fixes else 0)
             out.append(f"[*] {k} fixable with the `--fix` option.")
         if unsafe and not unsafe_fixes:
-            out.append(f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option.")
+            out.append(
+                f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option."
+            )
     return "\n".join(out) + "\n"
 
 
 def statistics(findings: list[Finding], unsafe_fixes: bool) -> str:
     """Counts per rule, then per how often the sites run (most frequent first)."""
     counts = Counter(f.code for f in findings)
-    fixable = Counter(
-        f.code for f in findings if f.fix and (f.fix.applicability is Applicability.SAFE or unsafe_fixes)
-    )
+    fixable = Counter(f.code for f in findings if f.fix and (f.fix.applicability is Applicability.SAFE or unsafe_fixes))
     kinds = Counter((f.code, frequency(f)) for f in findings if f.code != "CL000")
     width = max((len(str(c)) for c in counts.values()), default=1)
     lines = []

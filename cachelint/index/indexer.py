@@ -88,7 +88,7 @@ class CallSite:
     # the call is inside an `except` handler (an error path, not the usual one)
     in_handler: bool = False
     # not a call but a read of a property (``func`` is the attribute read;
-    # no arguments): its getter runs on each read (see cachelint.properties)
+    # no arguments): its getter runs on each read (see cachelint.facts.properties)
     is_read: bool = False
 
 
@@ -128,21 +128,22 @@ class FunctionInfo:
 
 # ----- which functions' calls the analysis read ------------------------------------
 #
-# The cache (cachelint.cache) can keep the previous findings across an edit of
+# The cache (cachelint.incremental.cache) can keep the previous findings across an edit of
 # a function's calls when no part of the analysis that follows calls from
 # function to function (the hot-path walk, the cost and purity walks, the
 # hoisting checks) read that function's calls. So `FunctionInfo.calls` is a
 # descriptor that notes the function in the set `observing()` installs; the
 # two whole-program scans that look at every call for a fixed key (cache-site
-# fills and their uses, in cachelint.cachesites) read `scanned_calls(f)`
+# fills and their uses, in cachelint.facts.cachesites) read `scanned_calls(f)`
 # instead, and the cache checks an edited function's calls against those
 # keys itself. Safe by default: new code that reads `f.calls` only makes
 # more functions observed, which costs reuse, never correctness.
 #
 # Each note also names the reader: the code that took the list from the
 # attribute (see `readers`). For a few readers the cache knows what an added
-# call would have to be for them to see it (cachelint.cache.INERT_READERS);
+# call would have to be for them to see it (cachelint.incremental.cache.INERT_READERS);
 # a function read by any other reader is re-analysed when its calls change.
+
 
 class _Observing(threading.local):
     # qualname -> code objects that read its calls; per thread: two analyses
@@ -254,7 +255,7 @@ class FileIndex:
     reads: list = field(default_factory=list)
     digest: str = ""  # of the decoded source: the fixer refuses a file changed since
     # which calls of its functions the two scans of every call in
-    # cachelint.cachesites may pick up (see scan_keys); None: not computed;
+    # cachelint.facts.cachesites may pick up (see scan_keys); None: not computed;
     # bytes: as loaded from the cache, unpacked on first use
     scans: tuple | bytes | None = None
 
@@ -311,9 +312,7 @@ def render(e: Expr) -> str:
     if k == "attr":
         return f"{render(e[1])}.{e[2]}"
     if k == "call":
-        args = [render(a) for a in e[2]] + [
-            (f"{n}={render(v)}" if n else f"**{render(v)}") for n, v in e[3]
-        ]
+        args = [render(a) for a in e[2]] + [(f"{n}={render(v)}" if n else f"**{render(v)}") for n, v in e[3]]
         return f"{render(e[1])}({', '.join(args)})"
     if k == "const":
         return repr(e[1])
@@ -691,7 +690,9 @@ class _Indexer:
             elif t is ast.Try:
                 self._class_body(stmt.body, ci, type_checking)
 
-    def _function(self, node, qn: str, class_qn: str | None, parent_fn: str | None, type_checking: bool) -> FunctionInfo:
+    def _function(
+        self, node, qn: str, class_qn: str | None, parent_fn: str | None, type_checking: bool
+    ) -> FunctionInfo:
         fi = self.fi
         a = node.args
         params: list[Param] = []
@@ -765,9 +766,9 @@ class _FunctionBodyIndexer:
             t = type(stmt)
             if t is ast.If and not stmt.orelse and _always_exits(stmt.body):
                 g = g + ((conv(stmt.test), False),)
-            elif t is ast.If and stmt.orelse and _always_exits(stmt.orelse) and not _always_exits(stmt.body):
-                g = g + ((conv(stmt.test), True),)
-            elif t is ast.Assert:
+            elif (
+                t is ast.If and stmt.orelse and _always_exits(stmt.orelse) and not _always_exits(stmt.body)
+            ) or t is ast.Assert:
                 g = g + ((conv(stmt.test), True),)
 
     def _nested_def(self, stmt, guard) -> None:
@@ -780,7 +781,9 @@ class _FunctionBodyIndexer:
             self.ix._class(stmt, qn, f.qualname, f.under_type_checking)
         else:
             self.ix._function(stmt, qn, None, f.qualname, f.under_type_checking)
-        self.assigns.append(Assign(("name", stmt.name), ("def", qn), stmt.lineno, 0, stmt.lineno, 0, guard, False, "def"))
+        self.assigns.append(
+            Assign(("name", stmt.name), ("def", qn), stmt.lineno, 0, stmt.lineno, 0, guard, False, "def")
+        )
 
     def stmt(self, stmt: ast.stmt, guard: Guard, in_loop: bool) -> None:
         t = type(stmt)
@@ -823,7 +826,9 @@ class _FunctionBodyIndexer:
             self.block(stmt.body, guard, in_loop)
             for h in stmt.handlers:
                 if h.name:
-                    self.assigns.append(Assign(("name", h.name), UNKNOWN, h.lineno, 0, h.lineno, 0, guard, in_loop, "except"))
+                    self.assigns.append(
+                        Assign(("name", h.name), UNKNOWN, h.lineno, 0, h.lineno, 0, guard, in_loop, "except")
+                    )
                 self.handler_depth += 1
                 try:
                     self.block(h.body, guard, in_loop)
@@ -838,7 +843,9 @@ class _FunctionBodyIndexer:
                 for n in ast.walk(case.pattern):
                     name = getattr(n, "name", None) or getattr(n, "rest", None)
                     if isinstance(name, str):
-                        self.assigns.append(Assign(("name", name), UNKNOWN, stmt.lineno, 0, stmt.lineno, 0, guard, in_loop, "match"))
+                        self.assigns.append(
+                            Assign(("name", name), UNKNOWN, stmt.lineno, 0, stmt.lineno, 0, guard, in_loop, "match")
+                        )
                 self.block(case.body, guard, in_loop)
             return
         if t is ast.Assign:
@@ -877,7 +884,9 @@ class _FunctionBodyIndexer:
             # function-local (lazy) imports bind names like module-level ones
             for local, target in _import_bindings(stmt, self.ix.fi):
                 self.assigns.append(
-                    Assign(("name", local), ("import", target), stmt.lineno, 0, stmt.lineno, 0, guard, in_loop, "import")
+                    Assign(
+                        ("name", local), ("import", target), stmt.lineno, 0, stmt.lineno, 0, guard, in_loop, "import"
+                    )
                 )
             return
         # Expr, Raise, Assert, ...
@@ -922,7 +931,9 @@ class _FunctionBodyIndexer:
                 if n is node:
                     top = ("call", func, args, kwargs)
                 self.calls.append(
-                    CallSite(func, args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at, self.handler_depth > 0)
+                    CallSite(
+                        func, args, kwargs, line, col, end_line, end_col, g, loop, stmt_line, at, self.handler_depth > 0
+                    )
                 )
                 # leaves hold no calls: not pushed (most arguments are names and constants)
                 if type(f) is _Attribute:
@@ -941,7 +952,16 @@ class _FunctionBodyIndexer:
                 if t is _Attribute and self.ix.watch and n.attr in self.ix.watch and self.f is not None:
                     if type(n.ctx) is ast.Load:
                         self.ix.fi.reads.append(
-                            (self.f.qualname, conv(n), *self._pos(n), g, loop, stmt_line, self.handler_depth > 0, at is _CALLEE)
+                            (
+                                self.f.qualname,
+                                conv(n),
+                                *self._pos(n),
+                                g,
+                                loop,
+                                stmt_line,
+                                self.handler_depth > 0,
+                                at is _CALLEE,
+                            )
                         )
                 v = n.value
                 if type(v) not in leaves:
@@ -964,7 +984,7 @@ class _FunctionBodyIndexer:
                     push((v, g, loop, None))
                 continue
             if t is _Tuple or t is _List or t is _Set or t is _JoinedStr:
-                for v in (n.elts if t is not _JoinedStr else n.values):
+                for v in n.elts if t is not _JoinedStr else n.values:
                     if type(v) not in leaves:
                         push((v, g, loop, None))
                 continue
@@ -1008,15 +1028,17 @@ class _FunctionBodyIndexer:
                 continue
             if t is _NamedExpr:
                 line, col, end_line, end_col = self._pos(n.target)
-                self.assigns.append(Assign(("name", n.target.id), conv(n.value), line, col, end_line, end_col, g, loop, "walrus"))
+                self.assigns.append(
+                    Assign(("name", n.target.id), conv(n.value), line, col, end_line, end_col, g, loop, "walrus")
+                )
                 push((n.value, g, loop, None))
                 continue
             if t in leaves:
                 continue
             for child in ast.iter_child_nodes(n):
-                if type(child) not in leaves and isinstance(child, ast.expr):
-                    push((child, g, loop, None))
-                elif isinstance(child, (ast.keyword, ast.comprehension, ast.arg, ast.arguments)):
+                if (type(child) not in leaves and isinstance(child, ast.expr)) or isinstance(
+                    child, (ast.keyword, ast.comprehension, ast.arg, ast.arguments)
+                ):
                     push((child, g, loop, None))
         # keep calls in source order for stable output
         # (the stack visits in reverse; callers sort once per function)
@@ -1025,7 +1047,7 @@ class _FunctionBodyIndexer:
 
 # ----- the keys of the two scans over every call -------------------------------
 #
-# cachelint.cachesites scans every call of the program twice: for fills of
+# cachelint.facts.cachesites scans every call of the program twice: for fills of
 # cache sites (a call assigned whole to an attribute) and for uses of them (a
 # call named like a site's callee). Each file's index lists, per key, where
 # its calls are (`FileIndex.scans`, computed where the file is indexed, in
@@ -1035,7 +1057,7 @@ class _FunctionBodyIndexer:
 
 
 def fills_site(c: CallSite) -> bool:
-    """Whether :meth:`cachelint.cachesites.CacheAnalysis.collect` looks at a call: the whole value of
+    """Whether :meth:`cachelint.facts.cachesites.CacheAnalysis.collect` looks at a call: the whole value of
     an attribute assignment."""
     t = c.assigned_to
     return t is not None and t[0] == "attr"
@@ -1051,7 +1073,7 @@ def function_imports(assigns) -> dict:
 
 
 def use_keys(func, local_imports: dict, module_imports: dict) -> tuple:
-    """The names :meth:`cachelint.cachesites.CacheAnalysis._find_uses` looks a call up by among the
+    """The names :meth:`cachelint.facts.cachesites.CacheAnalysis._find_uses` looks a call up by among the
     cache sites: its last name and, for a bare name, the last part of what it
     imports (`from m import probe as measure`)."""
     if func[0] == "attr":
@@ -1175,9 +1197,19 @@ def function_reads(lines: list[str], f: FunctionInfo, watch: frozenset) -> list:
     fi = FileIndex(path=f.path, module=f.module, is_package=False)
     ix = _Indexer(fi, _ColumnMap(text), watch)
     stub = FunctionInfo(
-        qualname=f.qualname, name=f.name, module=f.module, path=f.path, class_qualname=f.class_qualname,
-        parent_function=f.parent_function, line=f.line, end_line=f.end_line, column=f.column, params=[],
-        decorators=[], is_async=f.is_async, under_type_checking=f.under_type_checking,
+        qualname=f.qualname,
+        name=f.name,
+        module=f.module,
+        path=f.path,
+        class_qualname=f.class_qualname,
+        parent_function=f.parent_function,
+        line=f.line,
+        end_line=f.end_line,
+        column=f.column,
+        params=[],
+        decorators=[],
+        is_async=f.is_async,
+        under_type_checking=f.under_type_checking,
     )
     try:
         _FunctionBodyIndexer(ix, stub).block(node.body, (), False)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .index import render
+from ..index.indexer import render
 from .program import FunctionContext, Program
 
 
@@ -61,7 +61,9 @@ def _decompose(expr, positive: bool, ctx: FunctionContext, program: Program, out
             if lv is not None and rv is not None:
                 neg = {"!=": "==", "not in": "in", "is not": "is"}
                 if op in neg:
-                    out.append(Atom(("cmp", neg[op], lv, rv), not positive, f"{render(left)} {neg[op]} {render(right)}"))
+                    out.append(
+                        Atom(("cmp", neg[op], lv, rv), not positive, f"{render(left)} {neg[op]} {render(right)}")
+                    )
                 else:
                     out.append(Atom(("cmp", op, lv, rv), positive, text))
                 return
@@ -145,4 +147,3 @@ def substitute(atom: Atom, anchor_root: tuple, replacement, program: Program, de
     if kind == "cmp":
         return Atom(("cmp", key[1], sub(key[2]), sub(key[3])), atom.positive, atom.text)
     return atom
-

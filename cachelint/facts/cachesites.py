@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .access import spell, spell_atom
-from .catalog import PURE_BUILTINS, Catalog, is_cached_function
-from .guards import Atom, guard_atoms, residual, substitute
-from .index import CallSite, FunctionInfo, dotted, function_imports, render, scan_hits, use_keys
-from .program import CONSTRUCTORS, Program, Value
+from ..index.indexer import CallSite, FunctionInfo, dotted, function_imports, render, scan_hits, use_keys
+from ..semantic.access import spell, spell_atom
+from ..semantic.guards import Atom, guard_atoms, residual, substitute
+from ..semantic.idioms import is_cached_function
+from ..semantic.program import CONSTRUCTORS, Program, Value
+from .catalog import PURE_BUILTINS, Catalog
 
 
 @dataclass
@@ -139,7 +140,10 @@ class CacheAnalysis:
         if entry is not None and entry.kind != "declared-pure":
             if entry.pure:
                 return True, "declared pure in the catalog"
-            return False, f"`{names[0] if names else entry.pattern}` is not pure ({entry.kind}: {entry.why or 'catalog'})"
+            return (
+                False,
+                f"`{names[0] if names else entry.pattern}` is not pure ({entry.kind}: {entry.why or 'catalog'})",
+            )
         if self.catalog.pure(names):
             return True, "declared pure in configuration"
         if fn is None:
@@ -256,7 +260,9 @@ class CacheAnalysis:
         if expensive is None:
             return None  # cheap to recompute: a candidate, never a finding
         pure, why = self.purity(names, fn)
-        in_constructor = anchor[0] == "s" and f.name in CONSTRUCTORS and p.is_subclass(anchor_type, f.class_qualname or "")
+        in_constructor = (
+            anchor[0] == "s" and f.name in CONSTRUCTORS and p.is_subclass(anchor_type, f.class_qualname or "")
+        )
         if not pure and not in_constructor:
             # e.g. `self.final_memory = self.current_memory_usage()` in __exit__:
             # a snapshot of something that changes, not a cache
@@ -392,11 +398,15 @@ class CacheAnalysis:
         left = residual(required, use_atoms)
         texts = [self._atom_text(a, ctx, c, site, x) for a in left]
         if left:
-            reasons.append("the fill runs only when " + " and ".join(f"`{t}`" for t in texts) + ", which is not implied here")
+            reasons.append(
+                "the fill runs only when " + " and ".join(f"`{t}`" for t in texts) + ", which is not implied here"
+            )
         if not site.pure:
             reasons.append(site.pure_reason)
         if not site.in_constructor:
-            reasons.append(f"`{site.owner}` is filled in `{site.function.qualname}`, not when the object is constructed")
+            reasons.append(
+                f"`{site.owner}` is filled in `{site.function.qualname}`, not when the object is constructed"
+            )
         if g.name in CONSTRUCTORS and xt == g.class_qualname and g is not site.function:
             if not self._after_super_init(site, g, c):
                 reasons.append("this read runs while the object is being constructed, possibly before the fill")
@@ -475,6 +485,7 @@ class CacheAnalysis:
             return text
         t = atom.text
         return (t if atom.positive else f"not {t}") + f" (in {site.function.qualname})"
+
 
 def _rank(u: Use) -> tuple:
     return (len(u.reasons), len(u.residual), u.replacement is None)

@@ -24,29 +24,49 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config import CatalogEntry
+from ..index.indexer import FunctionInfo, dotted
+from ..semantic.idioms import fills_once, is_cached_function
+from ..semantic.program import CONSTRUCTORS, Program
 from .cachesites import CacheAnalysis
-from .catalog import Catalog, is_cached_function
-from .config import CatalogEntry
-from .idioms import fills_once
-from .index import FunctionInfo, dotted
-from .program import CONSTRUCTORS, Program
+from .catalog import Catalog
 
 # a body that probes config attributes this many times walks the config
 WALK_PROBES = 3
-# calls that probe a config attribute (cachelint.cache reads them too)
+# calls that probe a config attribute (cachelint.incremental.cache reads them too)
 PROBES = frozenset({"getattr", "hasattr"})
 BODY_DECIDES = ("config-derivation",)
 _CHEAP_BUILTINS = frozenset(
-    "isinstance issubclass len int str bool float tuple getattr hasattr min max abs divmod round super "
-    "NotImplementedError RuntimeError ValueError TypeError KeyError AssertionError".split()
+    [
+        "isinstance",
+        "issubclass",
+        "len",
+        "int",
+        "str",
+        "bool",
+        "float",
+        "tuple",
+        "getattr",
+        "hasattr",
+        "min",
+        "max",
+        "abs",
+        "divmod",
+        "round",
+        "super",
+        "NotImplementedError",
+        "RuntimeError",
+        "ValueError",
+        "TypeError",
+        "KeyError",
+        "AssertionError",
+    ]
 )
 
 
 def _stub(fn: FunctionInfo) -> bool:
     """A body that computes nothing: ``...``, ``pass``, a docstring, ``raise``."""
-    return (
-        all(c.func == ("name", "NotImplementedError") for c in fn.calls) and not fn.returns and not fn.assigns
-    )
+    return all(c.func == ("name", "NotImplementedError") for c in fn.calls) and not fn.returns and not fn.assigns
 
 
 @dataclass(frozen=True)
@@ -137,7 +157,10 @@ class CostModel:
                 if entry.kind in BODY_DECIDES and target is not None and self.body_cost(target) is None:
                     continue  # a catalogued derivation whose body in the tree is a plain read
                 shown = names[0] if names else dotted(c.func) or "..."
-                result = (entry, f"`{fn.qualname}` calls `{shown}`" + (f": {entry.why}" if entry.why else f" ({entry.kind})"))
+                result = (
+                    entry,
+                    f"`{fn.qualname}` calls `{shown}`" + (f": {entry.why}" if entry.why else f" ({entry.kind})"),
+                )
                 break
             if target is not None and depth < 3 and target.name not in CONSTRUCTORS:
                 inner = self._reach(target, depth + 1)
@@ -196,7 +219,14 @@ class CostModel:
             targets: list[FunctionInfo] = []
             if f0[0] == "attr" and f0[1][0] == "call" and f0[1][1] == ("name", "super") and fn.class_qualname:
                 mro = p.mro(fn.class_qualname)[1:]
-                g = next((p.functions.get(p.classes[k].methods[f0[2]]) for k in mro if k in p.classes and f0[2] in p.classes[k].methods), None)
+                g = next(
+                    (
+                        p.functions.get(p.classes[k].methods[f0[2]])
+                        for k in mro
+                        if k in p.classes and f0[2] in p.classes[k].methods
+                    ),
+                    None,
+                )
                 if g is None:
                     return False
                 targets = [g]
@@ -205,7 +235,11 @@ class CostModel:
                 if g is None:
                     return False
                 targets = self.implementations(g)
-            elif f0[0] == "attr" and f0[1][0] == "name" and (g := self._local_method(fn, ctx, first, f0[1][1], f0[2])) is not None:
+            elif (
+                f0[0] == "attr"
+                and f0[1][0] == "name"
+                and (g := self._local_method(fn, ctx, first, f0[1][1], f0[2])) is not None
+            ):
                 targets = self.implementations(g)
             else:
                 callee = p.canon(f0, ctx)

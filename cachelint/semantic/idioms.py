@@ -33,7 +33,7 @@ CL002 findings.
 
 from __future__ import annotations
 
-from .index import CallSite, FunctionInfo, dotted
+from ..index.indexer import CallSite, FunctionInfo, dotted
 
 _memo: dict = {}
 
@@ -82,9 +82,9 @@ def _empty_tests(cond, positive: bool, out: list) -> None:
             _empty_tests(e, positive, out)
     elif k == "cmp" and len(cond[1]) == 1:
         op, left, right = cond[1][0], cond[2], cond[3][0]
-        if right == ("const", None) and ((op == "is" and positive) or (op == "is not" and not positive)):
-            out.append(("empty", left))
-        elif right == ("const", None) and ((op == "==" and positive) or (op == "!=" and not positive)):
+        if (right == ("const", None) and ((op == "is" and positive) or (op == "is not" and not positive))) or (
+            right == ("const", None) and ((op == "==" and positive) or (op == "!=" and not positive))
+        ):
             out.append(("empty", left))
         elif (op == "in" and not positive) or (op == "not in" and positive):
             out.append(("missing", left, right))
@@ -120,8 +120,24 @@ def fills_once(f: FunctionInfo, c: CallSite) -> bool:
             # a local read from a memo dict the function fills: `x = D.get(k)`
             values = [a.value for a in f.assigns if a.target == e]
             if any(
-                v[0] == "call" and v[1][0] == "attr" and v[1][2] == "get" and dotted(v[1][1]) in stores
-                for v in values
+                v[0] == "call" and v[1][0] == "attr" and v[1][2] == "get" and dotted(v[1][1]) in stores for v in values
             ):
                 return True
     return False
+
+
+CACHE_DECORATORS = ("cache", "lru_cache", "cached", "cached_property", "memoize", "cache_method")
+
+
+def is_cached_function(f: FunctionInfo) -> bool:
+    """Decorated with functools.cache / lru_cache / cached_property and friends."""
+    for d in f.decorators:
+        d0 = d[1] if d[0] == "call" else d
+        name = (dotted(d0) or "").split(".")[-1]
+        if name in CACHE_DECORATORS:
+            return True
+    return False
+
+
+def is_property(f: FunctionInfo) -> bool:
+    return any((dotted(d) or "").split(".")[-1] in ("property", "cached_property") for d in f.decorators)
