@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from .apply.fixer import FileFix, compute_fixes, write_fix
 from .config import Config, resolve_presets
 from .discover.walk import SourceFile, discover
-from .index.indexer import FileIndex
 from .index.pool import index_files
+from .index.records import FileIndex
 from .lock.lockfile import find_lock
 from .model import Finding
 from .progress import Progress

@@ -240,7 +240,7 @@ def test_unreadable_file_real_permissions(project):
 
 def test_unreadable_file_injected_fault(project, monkeypatch):
     """The same failure injected at the OS boundary (works as root too)."""
-    from cachelint.index import indexer as index
+    from cachelint import files as index
 
     secret = project / "pkg" / "secret.py"
     secret.write_text("x = 1\n")

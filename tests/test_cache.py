@@ -22,7 +22,7 @@ from cachelint.config import Config, find_config, load_config_file
 from cachelint.discover.walk import discover
 from cachelint.incremental import cache
 from cachelint.index import pool
-from cachelint.index.indexer import index_source
+from cachelint.index.walk import index_source
 
 from .helpers import REPO, run_cli
 
@@ -570,7 +570,7 @@ def test_the_inert_readers_name_code_that_reads_calls(project, tmp_path):
         for part in parts:
             obj = getattr(obj, part)
         assert callable(obj), tag
-    from cachelint.index.indexer import observing, readers
+    from cachelint.index.records import observing, readers
     from cachelint.rules import select_rules
 
     (project / "pyproject.toml").write_text(HOT_PYPROJECT)
@@ -789,7 +789,7 @@ def test_parallel_indexing_equals_serial(project, monkeypatch):
 def test_index_round_trip(project):
     sources = [
         REPO / "cachelint" / "semantic" / "program.py",
-        REPO / "cachelint" / "index" / "indexer.py",
+        REPO / "cachelint" / "index" / "walk.py",
         REPO / "cachelint" / "cli.py",
     ]
     for p in sources:
@@ -958,7 +958,7 @@ def test_edits_of_functions_no_walk_follows_equal_fresh_runs_on_vllm(tmp_path):
     import random
     import shutil
 
-    from cachelint.index.indexer import observing, readers
+    from cachelint.index.records import observing, readers
     from cachelint.rules import select_rules
 
     from .vllm_source import vllm_source
@@ -1084,7 +1084,7 @@ def test_loaded_calls_stay_marshalled_until_read():
     loads every index and reads a handful): reading gives the same CallSites,
     through the observed descriptor or the scans' accessor, and encoding an
     index that was never read gives back the stored bytes."""
-    from cachelint.index.indexer import observing, scanned_calls
+    from cachelint.index.records import observing, scanned_calls
 
     src = "def f(x):\n    g(x)\n    return h(x, k=1)\n\ndef g(x):\n    pass\n"
     fi = index_source(src, "m.py", "m", False)
@@ -1111,7 +1111,7 @@ def test_observing_notes_reads_of_calls_per_thread_and_not_scans():
     index and the scans' ``scanned_calls`` note nothing."""
     import threading
 
-    from cachelint.index.indexer import observing, readers, scanned_calls
+    from cachelint.index.records import observing, readers, scanned_calls
 
     fi = index_source("def f():\n    g()\n\ndef g():\n    pass\n", "m.py", "m", False)
     f, g = fi.functions

@@ -6,20 +6,13 @@ import random
 import textwrap
 
 from cachelint.facts.cachesites import _named
+from cachelint.files import split_lines
 from cachelint.incremental import cache
-from cachelint.index.indexer import (
-    _SUPPRESS_RE,
-    _in_string,
-    fills_site,
-    function_imports,
-    index_source,
-    parse_suppressions,
-    render,
-    scan_hits,
-    scanned_calls,
-    split_lines,
-    use_keys,
-)
+from cachelint.index.expr import render
+from cachelint.index.records import scanned_calls
+from cachelint.index.scans import fills_site, function_imports, scan_hits, use_keys
+from cachelint.index.suppressions import _SUPPRESS_RE, _in_string, parse_suppressions
+from cachelint.index.walk import index_source
 
 
 def _index(code: str, module: str = "pkg.mod", is_package: bool = False):

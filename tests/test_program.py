@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from cachelint.config import HotRoot
-from cachelint.index.indexer import index_source
+from cachelint.index.walk import index_source
 from cachelint.semantic.callgraph import hot_paths
 from cachelint.semantic.program import Program
 

@@ -6,7 +6,8 @@ import textwrap
 
 from cachelint.api import lint_sources
 from cachelint.config import Config, HotRoot
-from cachelint.index.indexer import FunctionInfo, function_reads, index_source
+from cachelint.index.records import FunctionInfo
+from cachelint.index.walk import function_reads, index_source
 
 ROOTS = (HotRoot("*.Runner.execute_model", "per-step"),)
 

@@ -56,7 +56,7 @@ def test_discovery_module_names_match_the_unmemoized_climb():
 
 
 def test_self_attribute_writers_match_a_plain_scan():
-    from cachelint.index.indexer import index_source
+    from cachelint.index.walk import index_source
 
     paths = [
         REPO / "cachelint" / n

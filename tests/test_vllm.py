@@ -280,7 +280,8 @@ def test_scan_positions_pick_what_a_scan_of_every_call_picks(v0102, monkeypatch)
     from cachelint import api
     from cachelint.config import Config
     from cachelint.facts.cachesites import _fills, _named
-    from cachelint.index.indexer import fills_site, function_imports, scan_hits, scanned_calls, use_keys
+    from cachelint.index.records import scanned_calls
+    from cachelint.index.scans import fills_site, function_imports, scan_hits, use_keys
 
     monkeypatch.chdir(v0102)
     analysis, _ = api.analyse(["vllm"], Config(), jobs=2)

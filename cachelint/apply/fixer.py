@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import gc
 import io
 import os
 import re
 import stat
-import tempfile
 import tokenize
 import warnings
 from dataclasses import dataclass, field, replace
 
+from ..files import TempFileError, atomic_write, read_bytes
+from ..gcpause import gc_paused
 from ..model import Applicability, Edit, EditKind, Finding, Span
 
 
@@ -44,8 +44,7 @@ class FileFix:
 
 
 def _read(path: str) -> tuple[bytes, str, str, bool]:
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = read_bytes(path)
     enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     bom = data.startswith(b"\xef\xbb\xbf")
     text = data.decode("utf-8-sig" if bom else enc)
@@ -71,12 +70,12 @@ def compute_fixes(
     digests: dict[str, str] | None = None,
     progress=None,
 ) -> list[FileFix]:
-    """``digests``: each file's :func:`~cachelint.index.indexer.source_digest` when it
+    """``digests``: each file's :func:`~cachelint.index.walk.source_digest` when it
     was analysed; a file whose content differs now is not fixed (the
     findings' positions would be stale)."""
     from codemods.replace_expression import FixError
 
-    from ..index.indexer import source_digest
+    from ..files import source_digest
 
     by_path: dict[str, list[Finding]] = {}
     for f in findings:
@@ -211,15 +210,11 @@ def _apply_windowed(text: str, edits: list, path: str):
 
     from codemods.replace_expression import ApplyResult, FixError, apply_edits
 
-    was_enabled = gc.isenabled()
-    gc.disable()  # an AST is millions of objects and no cycles (see api.py)
     try:
-        tree = ast.parse(text)
+        with gc_paused():  # an AST is millions of objects and no cycles
+            tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise FixError(f"{path}: cannot parse source: {e}") from e
-    finally:
-        if was_enabled:
-            gc.enable()
     lines = _LINE.findall(text)
     ranges: list[list[int]] = []
     for stmt in tree.body:
@@ -288,34 +283,14 @@ def write_fix(ff: FileFix, roots: list[str] | None = None) -> str | None:
         return f"{ff.path}: the fix cannot be written in the file's encoding {enc} ({e}); fix not written"
     if bom:
         payload = b"\xef\xbb\xbf" + payload
-    directory = os.path.dirname(target)
     try:
         st = os.stat(target)
-        fd, tmp = tempfile.mkstemp(prefix=".cachelint-", suffix=".tmp", dir=directory)
     except OSError as e:
         return f"{ff.path}: cannot write next to the file: {e}; fix not written"
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
-            try:
-                os.chown(tmp, st.st_uid, st.st_gid)
-            except OSError:
-                pass
-        os.replace(tmp, target)
+        atomic_write(target, payload, mode=stat.S_IMODE(st.st_mode), owner=(st.st_uid, st.st_gid), prefix=".cachelint-")
+    except TempFileError as e:
+        return f"{ff.path}: cannot write next to the file: {e}; fix not written"
     except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         return f"{ff.path}: cannot write the fix: {e}; file left unchanged"
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
     return None

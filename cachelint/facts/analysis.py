@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from ..config import Config
-from ..index.indexer import CallSite, FileIndex, FunctionInfo
+from ..index.records import CallSite, FileIndex, FunctionInfo
 from ..lock.lockfile import Invariant
 from ..semantic.callgraph import HotPaths, hot_paths
 from ..semantic.program import Program

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..index.indexer import CallSite, FunctionInfo, dotted, function_imports, render, scan_hits, use_keys
+from ..index.expr import dotted, render
+from ..index.records import CallSite, FunctionInfo
+from ..index.scans import function_imports, scan_hits, use_keys
 from ..semantic.access import spell, spell_atom
 from ..semantic.guards import Atom, guard_atoms, residual, substitute
 from ..semantic.idioms import is_cached_function

@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..config import CatalogEntry
-from ..index.indexer import FunctionInfo, dotted
+from ..index.expr import dotted
+from ..index.records import FunctionInfo
 from ..semantic.idioms import fills_once, is_cached_function
 from ..semantic.program import CONSTRUCTORS, Program
 from .cachesites import CacheAnalysis

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..index.indexer import FunctionInfo, _last_name, dotted, index_source, read_source, render
+from ..files import decode_source, read_bytes
+from ..index.expr import _last_name, dotted, render
+from ..index.records import FunctionInfo
+from ..index.walk import index_source
 from ..lock.lockfile import Invariant, Place, normalise
 from ..semantic.access import spell_atom
 from ..semantic.guards import Atom, guard_atoms, residual, substitute
@@ -206,15 +209,14 @@ class InvariantCheck:
             if not names:
                 continue
             try:
-                with open(fi.path, "rb") as fh:
-                    data = fh.read()
+                data = read_bytes(fi.path)
             except OSError:
                 continue
             names = frozenset(n for n in names if n.encode() in data)
             if not names:
                 continue
             try:
-                source = read_source(fi.path)
+                source = decode_source(data)
             except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
                 continue
             watched = index_source(source, fi.path, fi.module, fi.is_package, watch=names)

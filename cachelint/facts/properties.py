@@ -19,21 +19,16 @@ many). So this stage works in two steps:
    each read is resolved: the receiver's type must be known and the name
    must resolve, through its MRO, to one of those getters.
 
-Each resolved read is returned as a :class:`~cachelint.index.indexer.CallSite` with
+Each resolved read is returned as a :class:`~cachelint.index.walk.CallSite` with
 ``is_read`` set, with no arguments, so CL002's selection (repeated work),
 hoisting and safety analysis treat it exactly like a call of the getter.
 """
 
 from __future__ import annotations
 
-from ..index.indexer import (
-    CallSite,
-    FunctionInfo,
-    decode_source,
-    function_reads,
-    source_digest,
-    split_lines,
-)
+from ..files import decode_source, read_bytes, source_digest, split_lines
+from ..index.records import CallSite, FunctionInfo
+from ..index.walk import function_reads
 from ..semantic.callgraph import HotPaths
 from ..semantic.program import Program
 from .cost import Cost, CostModel
@@ -59,7 +54,7 @@ def expensive_properties(program: Program, costs: CostModel) -> dict[str, list[t
 
 
 def watched_reads(lines: list[str], f: FunctionInfo, names) -> list | None:
-    """The reads of ``names`` in ``f``'s own lines (:func:`~cachelint.index.indexer.
+    """The reads of ``names`` in ``f``'s own lines (:func:`~cachelint.index.walk.
     function_reads`), parsing them only if they mention ``.name`` for one of
     the names; None when they mention none (nothing parsed)."""
     body = "".join(lines[f.line - 1 : f.end_line])
@@ -80,9 +75,9 @@ def hot_property_reads(
     """Reads of ``names`` in hot functions, as (function, CallSite with ``is_read``).
 
     Only the hot functions whose own lines contain ``.name`` for one of the
-    names are parsed again, each alone (:func:`~cachelint.index.indexer.function_reads`);
+    names are parsed again, each alone (:func:`~cachelint.index.walk.function_reads`);
     the rest of the tree is not touched. ``parsed`` receives qualified name ->
-    what :func:`~cachelint.index.indexer.function_reads` returned, for each function
+    what :func:`~cachelint.index.walk.function_reads` returned, for each function
     parsed, and None for the hot functions of files that could not be read:
     every other hot function's text has no ``.name`` (the cache relies on
     it to keep findings across an edit of a hot function).
@@ -105,8 +100,7 @@ def hot_property_reads(
             parsed.update(unread)
             continue
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_bytes(path)
         except OSError:
             parsed.update(unread)
             continue

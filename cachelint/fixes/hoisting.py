@@ -43,7 +43,9 @@ from dataclasses import dataclass, field
 
 from ..facts.catalog import PURE_BUILTINS
 from ..facts.cost import Cost
-from ..index.indexer import CallSite, FunctionInfo, dotted, read_source, split_lines
+from ..files import read_source, split_lines
+from ..index.expr import dotted
+from ..index.records import CallSite, FunctionInfo
 from ..model import Applicability, Edit, EditKind, Fix, Span
 from ..semantic.callgraph import HotPaths, resolve_call
 from ..semantic.idioms import is_cached_function
@@ -1033,7 +1035,7 @@ def _annotation_ok(ann, allowed: frozenset) -> bool:
         if isinstance(ann[1], str):
             import ast
 
-            from ..index.indexer import conv
+            from ..index.expr import conv
 
             try:
                 return _annotation_ok(conv(ast.parse(ann[1], mode="eval").body), allowed)

@@ -5,7 +5,7 @@ Two kinds of entries live under the cache directory (default
 ``.gitignore`` inside it):
 
 ``index/`` and ``packs/``
-    One :class:`~cachelint.index.indexer.FileIndex` per file, keyed by the file's
+    One :class:`~cachelint.index.walk.FileIndex` per file, keyed by the file's
     content hash, its path and module name, and the tool fingerprint. Stored
     as ``marshal`` of plain tuples (about ten times faster to load than
     pickled dataclasses, and how the indexing workers send their results
@@ -54,7 +54,7 @@ them only when
 * or the calls of existing functions changed, and no walk of the previous
   analysis read those functions' calls: the walks that follow calls from
   function to function (hot paths, cost, purity, hoisting) note each
-  function whose calls they read (:func:`~cachelint.index.indexer.observing`), and
+  function whose calls they read (:func:`~cachelint.index.walk.observing`), and
   the results entry keeps that set with the cache sites' callee names. The
   two scans that judge every call alone (a call assigned whole to an
   attribute may fill a cache site; a call by a site's callee name may use
@@ -92,10 +92,10 @@ import marshal
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from .. import __version__
+from ..files import atomic_write
 from ..index.codec import (
     _FI,
     _FI_ASSIGNS,
@@ -111,7 +111,7 @@ from ..index.codec import (
     decode_index,
     encode_index,
 )
-from ..index.indexer import Assign, CallSite, ClassInfo, Param, observing, readers
+from ..index.records import Assign, CallSite, ClassInfo, Param, observing, readers
 from ..model import Applicability, Edit, EditKind, Finding, Fix, Span
 
 FORMAT = 2
@@ -197,17 +197,7 @@ class Cache:
             if d not in self._dirs:
                 d.mkdir(parents=True, exist_ok=True)
                 self._dirs.add(d)
-            fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(encode_entry(body))
-                os.replace(tmp, target)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            atomic_write(target, encode_entry(body), durable=False, prefix=".tmp-")
         except OSError:
             pass  # read-only or full disk, or removed by `cachelint clean`: just a miss next time
 
@@ -294,10 +284,7 @@ class Cache:
             for name, text in ((".gitignore", _GITIGNORE), ("CACHEDIR.TAG", _TAG)):
                 p = self.root / name
                 if not p.exists():  # atomically: another run may be reading it
-                    fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
-                    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                        fh.write(text)
-                    os.replace(tmp, p)
+                    atomic_write(p, text.encode("utf-8"), durable=False, prefix=".tmp-")
         except OSError:
             return False
         self._ready = True
@@ -568,7 +555,7 @@ def inert_difference(old_t: list, new_t: list, scan_free=None):
 # every function alone by a key (cachesites: a call assigned whole to an
 # attribute may fill a cache site; a call whose name is a site's callee may
 # be a use of it). `FunctionInfo.calls` notes which functions the walks read
-# (cachelint.index.indexer.observing) and the results entry keeps them with the
+# (cachelint.index.walk.observing) and the results entry keeps them with the
 # sites' keys. A function whose calls no walk read, whose other fields are
 # unchanged, and whose added and removed calls no scan would pick up cannot
 # change any finding: its calls are dropped from both indexes before the
@@ -581,7 +568,7 @@ _C_FUNC, _C_ASSIGNED = _names(CallSite).index("func"), _names(CallSite).index("a
 def _scanner(site_keys: set, module_imports: dict):
     """``scan_free(call, f)`` for one file: whether neither scan over every
     call would pick up the encoded ``call`` of the encoded function ``f``."""
-    from ..index.indexer import function_imports, use_keys
+    from ..index.scans import function_imports, use_keys
 
     def scan_free(call, f) -> bool:
         t = call[_C_ASSIGNED]
@@ -600,7 +587,7 @@ def _unlined(call) -> tuple:
     return _ordered(c)
 
 
-# Readers of a function's calls (cachelint.index.indexer.readers) for which the cache
+# Readers of a function's calls (cachelint.index.walk.readers) for which the cache
 # can tell an added or removed call apart from one they would act on. For
 # each, what the call must not be (see _locally_inert and verify_edited):
 #
@@ -763,7 +750,9 @@ def verify_edited(analysis, checks: list, graph, watch, observed: dict, files, b
     """
     from ..facts.cost import CostModel
     from ..facts.properties import named_in, watched_reads
-    from ..index.indexer import decode_source, dotted, observing, readers, split_lines
+    from ..files import decode_source, split_lines
+    from ..index.expr import dotted
+    from ..index.records import observing, readers
     from ..rules.cl002_expensive_call_on_hot_path import call_sites
     from ..semantic.callgraph import edges_of, resolve_call, walk
     from ..semantic.idioms import is_cached_function
@@ -852,7 +841,7 @@ def verify_edited(analysis, checks: list, graph, watch, observed: dict, files, b
     return (roots, edges, callers_read, absent), readers(seen), parsed, texts
 
 
-# line slots of a read (cachelint.index.indexer.function_reads)
+# line slots of a read (cachelint.index.walk.function_reads)
 _LINES_READ = (2, 4, 8)
 
 
@@ -866,7 +855,7 @@ def _same_reads(watch, qualnames: list, new_fi, data: bytes) -> dict | None:
     (:func:`cachelint.facts.properties.hot_property_reads`): a function it did not
     parse had no ``.name`` for a watched name in its text, so no reads."""
     from ..facts.properties import watched_reads
-    from ..index.indexer import decode_source, split_lines
+    from ..files import decode_source, split_lines
 
     names, parsed = watch
     try:
@@ -1069,9 +1058,10 @@ def cached_findings(
     ``resolve()`` returns the configuration with its presets merged (for
     the hot roots: without it, added functions always re-run the analysis).
     """
+    from ..files import read_bytes
     from ..gcpause import gc_paused
-    from ..index.indexer import index_bytes, index_file, read_bytes
     from ..index.pool import default_jobs, index_shared
+    from ..index.walk import index_bytes, index_file
     from ..rules.runner import run_rules
 
     fp = tool_fingerprint()
@@ -1294,7 +1284,7 @@ def _remap(files, blobs, hashes, prev, cache: Cache, fp: str, roots=None):
     shown inert against the whole program (:func:`verify_edited`) before the
     findings may be used. ``roots()``: the hot-root globs (the resolved
     configuration's); without it, any change of an interface is a change."""
-    from ..index.indexer import index_bytes
+    from ..index.walk import index_bytes
     from ..rules.runner import suppressed as _suppressed
 
     old_hashes, old_findings, old_flags, hot, observed, site_keys, watch, _graph = prev

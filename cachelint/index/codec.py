@@ -13,7 +13,7 @@ import marshal
 from dataclasses import fields
 from operator import attrgetter
 
-from .indexer import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param
+from .records import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param
 
 
 def _names(cls) -> list[str]:

@@ -7,7 +7,6 @@ from the front.
 
 from __future__ import annotations
 
-import gc
 import marshal
 import os
 import tempfile
@@ -16,7 +15,8 @@ from ..discover.walk import SourceFile
 from ..gcpause import gc_paused
 from ..progress import Progress
 from .codec import decode_index, encode_index
-from .indexer import FileIndex, index_bytes, index_file
+from .records import FileIndex
+from .walk import index_bytes, index_file
 
 # below this many files, a process pool costs more than it saves
 PARALLEL_THRESHOLD = 64
@@ -146,10 +146,9 @@ def index_shared(
     except OSError:  # no temporary directory: through the pipe
         spool_dir = None
     spool = spool_dir.name if spool_dir is not None else None
-    was_enabled = gc.isenabled()
-    gc.disable()  # see _index_chunk; decoding allocates as much
     try:
-        with ProcessPoolExecutor(max_workers=max(1, jobs - 1), mp_context=ctx) as pool:
+        # the GC paused (see _index_chunk): decoding allocates as much as indexing
+        with gc_paused(), ProcessPoolExecutor(max_workers=max(1, jobs - 1), mp_context=ctx) as pool:
             futures = [pool.submit(_encoded_chunk, [items[i] for i in c], spool) for c in chunks]
             taken = 0  # worker results decoded, from the front
 
@@ -188,8 +187,6 @@ def index_shared(
     finally:
         if spool_dir is not None:
             spool_dir.cleanup()
-        if was_enabled:  # see gc_paused
-            gc.enable()
     return out
 
 

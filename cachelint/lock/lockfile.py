@@ -40,9 +40,10 @@ import json
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from ..files import atomic_write
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -254,21 +255,6 @@ def write(path: Path, invariants: list[Invariant]) -> bool:
             return False
     except (OSError, UnicodeDecodeError):
         pass
-    fd, tmp = tempfile.mkstemp(prefix=".cachelint-lock-", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    atomic_write(path, text.encode("utf-8"), mode=mode, prefix=".cachelint-lock-")
     return True

@@ -103,7 +103,7 @@ class SourceLines:
 
     def get(self, path: str) -> list[str] | None:
         if path not in self._cache:
-            from ..index.indexer import read_source, split_lines
+            from ..files import read_source, split_lines
 
             try:
                 self._cache[path] = split_lines(read_source(path), False)  # Python's line breaks only

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..index.indexer import render
+from ..index.expr import render
 from ..model import Applicability, Edit, Finding, Fix, Span
 from .base import Example, Rule
 

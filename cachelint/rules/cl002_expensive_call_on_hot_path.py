@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..facts.cost import CostModel
 from ..facts.properties import expensive_properties, hot_property_reads, resolve_read
 from ..fixes.hoisting import HoistPlanner, Site
-from ..index.indexer import dotted, render
+from ..index.expr import dotted, render
 from ..model import Finding, Span
 from ..semantic.idioms import fills_once
 from .base import Example, Rule

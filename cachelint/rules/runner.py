@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..gcpause import gc_paused
-from ..index.indexer import FileIndex
+from ..index.records import FileIndex
 from ..model import Finding
 
 if TYPE_CHECKING:

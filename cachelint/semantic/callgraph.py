@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ..config import HotRoot
 from ..globs import GlobSet
-from ..index.indexer import CallSite, FunctionInfo, scanned_calls
+from ..index.records import CallSite, FunctionInfo, scanned_calls
 from .idioms import fills_once, is_cached_function
 from .program import Program
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..index.indexer import render
+from ..index.expr import render
 from .program import FunctionContext, Program
 
 

@@ -33,7 +33,8 @@ CL002 findings.
 
 from __future__ import annotations
 
-from ..index.indexer import CallSite, FunctionInfo, dotted
+from ..index.expr import dotted
+from ..index.records import CallSite, FunctionInfo
 
 _memo: dict = {}
 

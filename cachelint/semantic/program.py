@@ -31,7 +31,8 @@ from __future__ import annotations
 import ast
 import builtins
 
-from ..index.indexer import ClassInfo, FileIndex, FunctionInfo, conv, dotted
+from ..index.expr import conv, dotted
+from ..index.records import ClassInfo, FileIndex, FunctionInfo
 
 Value = tuple
 CONSTRUCTORS = ("__init__", "__post_init__")

@@ -6,7 +6,8 @@ classes with their bases and fields, and every function (nested ones too, named
 the way ``__qualname__`` names them) with its parameters, its assignments and
 its calls, each call and assignment carrying the guard it sits under.
 
-Expressions are stored as small tuples, not AST nodes:
+Expressions are stored as small tuples, not AST nodes (see
+:mod:`cachelint.index.expr`):
 
     ("name", id)                       ("attr", base, attr)
     ("call", func, args, kwargs)       ("const", value)
@@ -27,457 +28,28 @@ offsets, the unit LibCST and editors use.
 from __future__ import annotations
 
 import ast
-import hashlib
-import io
-import marshal
-import os
-import re
-import stat
-import sys
-import threading
-import tokenize
 import warnings
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 
-Expr = tuple
-Guard = tuple  # tuple[tuple[Expr, bool], ...]
-UNKNOWN: Expr = ("?",)
-
-_SUPPRESS_RE = re.compile(
-    r"#\s*(?:cachelint\s*:\s*ignore(?:\[(?P<c1>[A-Za-z0-9_,\s]*)\])?|noqa(?::\s*(?P<c2>[A-Za-z0-9_,\s]*[A-Za-z0-9]))?)",
-    re.IGNORECASE,
+from ..files import decode_source, read_bytes, source_digest, split_lines
+from .expr import (
+    UNKNOWN,
+    Expr,
+    Guard,
+    _And,
+    _Attribute,
+    _BinOp,
+    _BoolOp,
+    _Call,
+    _Compare,
+    _Name,
+    _Starred,
+    _Subscript,
+    _Tuple,
+    conv,
 )
-
-
-@dataclass
-class Param:
-    name: str
-    annotation: Expr | None
-    default: Expr | None
-    kind: str  # "pos", "vararg", "kwonly", "kwarg"
-
-
-@dataclass
-class Assign:
-    target: Expr  # ("name", x) or ("attr", ...) or ("sub", ...) or ("?",)
-    value: Expr  # UNKNOWN for augmented, for-loop and unpacking targets
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    guard: Guard
-    in_loop: bool
-    kind: str = "assign"  # assign | annassign | augassign | for | with | walrus | unpack | del
-
-
-@dataclass
-class CallSite:
-    func: Expr
-    args: tuple
-    kwargs: tuple  # ((name, expr), ...); name None for **kwargs
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    guard: Guard
-    in_loop: bool
-    stmt_line: int  # first line of the enclosing statement
-    # the call is the whole right-hand side of an assignment to this target
-    assigned_to: Expr | None = None
-    # the call is inside an `except` handler (an error path, not the usual one)
-    in_handler: bool = False
-    # not a call but a read of a property (``func`` is the attribute read;
-    # no arguments): its getter runs on each read (see cachelint.facts.properties)
-    is_read: bool = False
-
-
-@dataclass
-class FunctionInfo:
-    qualname: str  # module-qualified, e.g. pkg.mod.Class.method, pkg.mod.f.<locals>.g
-    name: str
-    module: str
-    path: str
-    class_qualname: str | None  # directly enclosing class
-    parent_function: str | None  # directly enclosing function
-    line: int
-    end_line: int
-    column: int
-    params: list[Param]
-    decorators: list[Expr]
-    is_async: bool
-    assigns: list[Assign] = field(default_factory=list)
-    calls: list[CallSite] = field(default_factory=list)
-    returns: list[Expr] = field(default_factory=list)
-    nested: dict = field(default_factory=dict)  # local name -> qualname of nested def/class
-    global_names: tuple = ()
-    returns_annotation: Expr | None = None
-    under_type_checking: bool = False
-
-    @property
-    def self_name(self) -> str | None:
-        """Name of the instance parameter, for plain methods."""
-        if self.class_qualname is None or not self.params:
-            return None
-        for d in self.decorators:
-            if _last_name(d) in ("staticmethod", "classmethod"):
-                return None
-        p = self.params[0]
-        return p.name if p.kind == "pos" else None
-
-
-# ----- which functions' calls the analysis read ------------------------------------
-#
-# The cache (cachelint.incremental.cache) can keep the previous findings across an edit of
-# a function's calls when no part of the analysis that follows calls from
-# function to function (the hot-path walk, the cost and purity walks, the
-# hoisting checks) read that function's calls. So `FunctionInfo.calls` is a
-# descriptor that notes the function in the set `observing()` installs; the
-# two whole-program scans that look at every call for a fixed key (cache-site
-# fills and their uses, in cachelint.facts.cachesites) read `scanned_calls(f)`
-# instead, and the cache checks an edited function's calls against those
-# keys itself. Safe by default: new code that reads `f.calls` only makes
-# more functions observed, which costs reuse, never correctness.
-#
-# Each note also names the reader: the code that took the list from the
-# attribute (see `readers`). For a few readers the cache knows what an added
-# call would have to be for them to see it (cachelint.incremental.cache.INERT_READERS);
-# a function read by any other reader is re-analysed when its calls change.
-
-
-class _Observing(threading.local):
-    # qualname -> code objects that read its calls; per thread: two analyses
-    # in two threads keep apart
-    seen: dict | None = None
-
-
-_observing = _Observing()
-
-
-class _TrackedCalls:
-    def __get__(self, f, owner=None):
-        if f is None:
-            return self
-        seen = _observing.seen
-        if seen is not None:
-            code = sys._getframe(1).f_code
-            codes = seen.get(f.qualname)
-            if codes is None:
-                seen[f.qualname] = {code}
-            else:
-                codes.add(code)
-        calls = f.__dict__["calls"]
-        return calls if type(calls) is list else _unpack_calls(f)
-
-    def __set__(self, f, value) -> None:
-        f.__dict__["calls"] = value
-
-
-def _unpack_calls(f: FunctionInfo) -> list:
-    """A function's calls as loaded from the cache: marshalled tuples, turned
-    into CallSites on first use (a run that resolves a few calls against the
-    whole program does not pay for the other 70,000 of vLLM 0.10.2)."""
-    calls = f.__dict__["calls"]
-    if type(calls) is bytes:
-        calls = f.__dict__["calls"] = [CallSite(*c) for c in marshal.loads(calls)]
-    return calls
-
-
-FunctionInfo.calls = _TrackedCalls()  # type: ignore[assignment]  # after @dataclass: it keeps the field
-
-
-def scanned_calls(f: FunctionInfo) -> list:
-    """``f.calls`` without marking ``f`` observed: only for scans that judge
-    each call alone by keys the cache re-checks (see above)."""
-    calls = f.__dict__["calls"]
-    return calls if type(calls) is list else _unpack_calls(f)
-
-
-@contextmanager
-def observing():
-    """Collect the functions whose calls are read in the block: a dict of
-    qualified name -> the code objects that read them (see :func:`readers`)."""
-    prev, _observing.seen = _observing.seen, {}
-    try:
-        yield _observing.seen
-    finally:
-        _observing.seen = prev
-
-
-def reader_tag(code) -> str:
-    """``module:qualname`` of a code object, e.g. ``callgraph:edges_of``."""
-    return f"{os.path.splitext(os.path.basename(code.co_filename))[0]}:{code.co_qualname}"
-
-
-def readers(seen: dict) -> dict[str, list[str]]:
-    """qualname -> sorted reader tags, from what :func:`observing` collected."""
-    return {qn: sorted({reader_tag(c) for c in codes}) for qn, codes in seen.items()}
-
-
-@dataclass
-class ClassInfo:
-    qualname: str
-    name: str
-    module: str
-    path: str
-    line: int
-    end_line: int
-    bases: list[Expr]
-    decorators: list[Expr]
-    fields: dict  # class-level annotated names -> annotation
-    class_attrs: dict  # class-level assigned names -> value
-    methods: dict  # name -> function qualname
-    parent_function: str | None
-
-
-@dataclass
-class FileIndex:
-    path: str
-    module: str
-    is_package: bool
-    error: tuple | None = None  # (message, line, column) if unreadable / unparsable
-    imports: dict = field(default_factory=dict)  # local name -> qualified target
-    module_imports: set = field(default_factory=set)  # local names bound to modules by `import x`
-    star_imports: list = field(default_factory=list)
-    globals: dict = field(default_factory=dict)  # name -> value Expr (None if rebound)
-    global_annotations: dict = field(default_factory=dict)
-    defs: dict = field(default_factory=dict)  # module-level def/class name -> qualname
-    classes: list = field(default_factory=list)
-    functions: list = field(default_factory=list)
-    module_calls: list = field(default_factory=list)  # calls at module level
-    module_assigns: list = field(default_factory=list)
-    suppressions: dict = field(default_factory=dict)  # line -> frozenset(codes) | None (all)
-    all_names: tuple | None = None  # __all__ if literal
-    n_lines: int = 0
-    # reads of watched attribute names (only when indexed with `watch`):
-    # (function qualname, expr, line, column, end_line, end_column, guard,
-    #  in_loop, stmt_line, in_handler, is_callee); is_callee: ``x.name(...)``
-    reads: list = field(default_factory=list)
-    digest: str = ""  # of the decoded source: the fixer refuses a file changed since
-    # which calls of its functions the two scans of every call in
-    # cachelint.facts.cachesites may pick up (see scan_keys); None: not computed;
-    # bytes: as loaded from the cache, unpacked on first use
-    scans: tuple | bytes | None = None
-
-
-class _Packed:
-    """A field that may hold its value marshalled (as loaded from the cache),
-    unmarshalled on first read: ``FileIndex.scans``."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self
-        v = obj.__dict__[self.name]
-        if type(v) is bytes:
-            v = obj.__dict__[self.name] = marshal.loads(v)
-        return v
-
-    def __set__(self, obj, value) -> None:
-        obj.__dict__[self.name] = value
-
-
-FileIndex.scans = _Packed("scans")  # type: ignore[assignment]  # after @dataclass: it keeps the field
-
-
-def _last_name(e: Expr) -> str | None:
-    if e[0] == "name":
-        return e[1]
-    if e[0] == "attr":
-        return e[2]
-    if e[0] == "call":
-        return _last_name(e[1])
-    return None
-
-
-def dotted(e: Expr) -> str | None:
-    """``a.b.c`` for a name/attribute chain, else None."""
-    parts = []
-    while e[0] == "attr":
-        parts.append(e[2])
-        e = e[1]
-    if e[0] != "name":
-        return None
-    parts.append(e[1])
-    return ".".join(reversed(parts))
-
-
-def render(e: Expr) -> str:
-    """Source-like text of an indexed expression (for messages)."""
-    k = e[0]
-    if k == "name":
-        return e[1]
-    if k == "attr":
-        return f"{render(e[1])}.{e[2]}"
-    if k == "call":
-        args = [render(a) for a in e[2]] + [(f"{n}={render(v)}" if n else f"**{render(v)}") for n, v in e[3]]
-        return f"{render(e[1])}({', '.join(args)})"
-    if k == "const":
-        return repr(e[1])
-    if k == "sub":
-        return f"{render(e[1])}[{render(e[2])}]"
-    if k == "tuple":
-        return "(" + ", ".join(render(x) for x in e[1]) + ("," if len(e[1]) == 1 else "") + ")"
-    if k == "not":
-        return f"not {render(e[1])}"
-    if k in ("and", "or"):
-        return f" {k} ".join(_paren(x) for x in e[1])
-    if k == "cmp":
-        s = _paren(e[2])
-        for op, r in zip(e[1], e[3]):
-            s += f" {op} {_paren(r)}"
-        return s
-    return "..."
-
-
-def _paren(e: Expr) -> str:
-    s = render(e)
-    return f"({s})" if e[0] in ("and", "or", "not", "cmp") else s
-
-
-_CMP = {
-    ast.Eq: "==",
-    ast.NotEq: "!=",
-    ast.Lt: "<",
-    ast.LtE: "<=",
-    ast.Gt: ">",
-    ast.GtE: ">=",
-    ast.Is: "is",
-    ast.IsNot: "is not",
-    ast.In: "in",
-    ast.NotIn: "not in",
-}
-
-
-_Name, _Attribute, _Call, _Constant, _Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
-_Subscript, _Tuple, _UnaryOp, _Not, _BoolOp, _And = ast.Subscript, ast.Tuple, ast.UnaryOp, ast.Not, ast.BoolOp, ast.And
-_Compare, _BinOp, _BitOr = ast.Compare, ast.BinOp, ast.BitOr
-_CONST_TYPES = (str, int, float, bool, bytes)
-
-
-def conv(node: ast.AST, depth: int = 0) -> Expr:
-    """AST expression -> tuple form (bounded depth).
-
-    The indexer calls this about a million times on vLLM: names are
-    converted inline (no call) where the depth bound allows, and sequences
-    are built from lists (faster than generator expressions).
-    """
-    if depth > 12:
-        return UNKNOWN
-    t = type(node)
-    if t is _Name:
-        return ("name", node.id)
-    d = depth + 1
-    if t is _Attribute:
-        v = node.value
-        return ("attr", ("name", v.id) if type(v) is _Name and d <= 12 else conv(v, d), node.attr)
-    if t is _Call:
-        f = node.func
-        func = ("name", f.id) if type(f) is _Name and d <= 12 else conv(f, d)
-        args = tuple([UNKNOWN if type(a) is _Starred else conv(a, d) for a in node.args]) if node.args else ()
-        kwargs = tuple([(k.arg, conv(k.value, d)) for k in node.keywords]) if node.keywords else ()
-        return ("call", func, args, kwargs)
-    if t is _Constant:
-        v = node.value
-        if isinstance(v, _CONST_TYPES) or v is None or v is Ellipsis:
-            return ("const", v)
-        return UNKNOWN
-    if t is _Subscript:
-        return ("sub", conv(node.value, d), conv(node.slice, d))
-    if t is _Tuple:
-        return ("tuple", tuple([conv(x, d) for x in node.elts]))
-    if t is _UnaryOp and type(node.op) is _Not:
-        return ("not", conv(node.operand, d))
-    if t is _BoolOp:
-        return ("and" if type(node.op) is _And else "or", tuple([conv(v, d) for v in node.values]))
-    if t is _Compare:
-        ops = tuple([_CMP.get(type(o), "?") for o in node.ops])
-        return ("cmp", ops, conv(node.left, d), tuple([conv(c, d) for c in node.comparators]))
-    if t is _BinOp and type(node.op) is _BitOr:  # X | None annotations
-        return ("or", (conv(node.left, d), conv(node.right, d)))
-    return UNKNOWN
-
-
-def parse_suppressions(source: str) -> dict:
-    """line -> frozenset of codes, or None for a bare ``noqa`` / ``ignore``.
-
-    A line scan, not a tokenizer pass (tokenizing vLLM costs seconds): a
-    marker counts when the ``#`` before it is outside string quotes on its line.
-    Only the lines that mention a marker are looked at.
-    """
-    out: dict = {}
-    low = source.lower()
-    if "noqa" not in low and "cachelint" not in low:
-        return out
-    if "\r" in source or len(low) != len(source):
-        # a line may end in \r alone, or lowering moved the offsets: split it all
-        lines = enumerate(split_lines(source, False), 1)
-    else:
-        lines = _marked_lines(source, low)
-    for lineno, text in lines:
-        if "#" not in text:
-            continue
-        lt = text.lower()
-        if "noqa" not in lt and "cachelint" not in lt:
-            continue
-        for m in _SUPPRESS_RE.finditer(text):
-            if _in_string(text, m.start()):
-                continue
-            codes = m.group("c1") if m.group("c1") is not None else m.group("c2")
-            if codes is None or not codes.strip():
-                out[lineno] = None
-            else:
-                cs = frozenset(c.strip().upper() for c in codes.split(",") if c.strip())
-                prev = out.get(lineno, frozenset())
-                out[lineno] = None if prev is None else prev | cs
-    return out
-
-
-def _marked_lines(source: str, low: str) -> list[tuple[int, str]]:
-    """(number, text) of each line of ``source`` (no \\r in it; ``low`` is
-    its lower case, of the same length) that mentions a marker, in order."""
-    hits = []
-    for marker in ("noqa", "cachelint"):
-        i = low.find(marker)
-        while i >= 0:
-            hits.append(i)
-            end = low.find("\n", i)
-            if end < 0:
-                break
-            i = low.find(marker, end)
-    hits.sort()
-    out = []
-    line, counted, last_start = 1, 0, -1
-    for pos in hits:
-        start = source.rfind("\n", 0, pos) + 1
-        if start == last_start:
-            continue
-        line += source.count("\n", counted, start)
-        counted = last_start = start
-        end = source.find("\n", pos)
-        out.append((line, source[start:] if end < 0 else source[start:end]))
-    return out
-
-
-def _in_string(text: str, pos: int) -> bool:
-    quote = None
-    i = 0
-    while i < pos:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if quote:
-            if c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c == "#":
-            return False  # an earlier comment start
-        i += 1
-    return quote is not None
+from .records import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, scanned_calls
+from .scans import scan_keys
+from .suppressions import parse_suppressions
 
 
 class _ColumnMap:
@@ -506,13 +78,29 @@ class _ColumnMap:
 
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
 _TryStar = getattr(ast, "TryStar", None)  # 3.11+
+
+
 _Match = getattr(ast, "Match", None)  # 3.10+
+
+
 _ExprStmt = ast.Expr
+
+
 _Await, _FormattedValue, _List, _Set, _JoinedStr = ast.Await, ast.FormattedValue, ast.List, ast.Set, ast.JoinedStr
+
+
 _Lambda, _IfExp, _NamedExpr, _DictComp = ast.Lambda, ast.IfExp, ast.NamedExpr, ast.DictComp
+
+
 _COMPS = frozenset({ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
+
+
 _NO_EXPRS = frozenset({ast.Pass, ast.Break, ast.Continue})
+
+
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del})
 
 
@@ -1045,98 +633,6 @@ class _FunctionBodyIndexer:
         return top
 
 
-# ----- the keys of the two scans over every call -------------------------------
-#
-# cachelint.facts.cachesites scans every call of the program twice: for fills of
-# cache sites (a call assigned whole to an attribute) and for uses of them (a
-# call named like a site's callee). Each file's index lists, per key, where
-# its calls are (`FileIndex.scans`, computed where the file is indexed, in
-# parallel), so the scans visit the few calls that can match instead of all
-# of them (270,000 on vLLM 0.33.0). The cache does not compare it (a list of
-# positions, derived from the calls it does compare).
-
-
-def fills_site(c: CallSite) -> bool:
-    """Whether :meth:`cachelint.facts.cachesites.CacheAnalysis.collect` looks at a call: the whole value of
-    an attribute assignment."""
-    t = c.assigned_to
-    return t is not None and t[0] == "attr"
-
-
-def function_imports(assigns) -> dict:
-    """A function's own imports: local name -> what it imports."""
-    out: dict = {}
-    for a in assigns:
-        if a.kind == "import" and a.target[0] == "name":
-            out.setdefault(a.target[1], a.value[1])
-    return out
-
-
-def use_keys(func, local_imports: dict, module_imports: dict) -> tuple:
-    """The names :meth:`cachelint.facts.cachesites.CacheAnalysis._find_uses` looks a call up by among the
-    cache sites: its last name and, for a bare name, the last part of what it
-    imports (`from m import probe as measure`)."""
-    if func[0] == "attr":
-        return (func[2],)
-    if func[0] != "name":
-        return ("",)
-    key = func[1]
-    target = local_imports.get(key)
-    if target is None:
-        target = module_imports.get(key)
-    return (key,) if target is None else (key, target.rsplit(".", 1)[-1])
-
-
-def scan_keys(fi: FileIndex) -> tuple:
-    """``(fills, keys)`` for :attr:`FileIndex.scans`: ``fills`` the positions
-    of the calls for which :func:`fills_site` holds, ``keys`` each of
-    :func:`use_keys` -> the positions of the calls it names; a position is
-    two ints, function and call, flattened, in order. Functions under
-    ``TYPE_CHECKING`` are not scanned."""
-    fills: list = []
-    keys: dict = {}
-    for n, f in enumerate(fi.functions):
-        if f.under_type_checking:
-            continue
-        local = None
-        for i, c in enumerate(scanned_calls(f)):
-            if fills_site(c):
-                fills += (n, i)
-            func = c.func
-            if func[0] == "name":
-                if local is None:
-                    local = function_imports(f.assigns)
-                ks = use_keys(func, local, fi.imports)
-            else:
-                ks = (func[2],) if func[0] == "attr" else ("",)
-            for k in ks:
-                at = keys.get(k)
-                if at is None:
-                    keys[k] = [n, i]
-                elif at[-2] != n or at[-1] != i:  # a name and its import may be one key
-                    at += (n, i)
-    return tuple(fills), {k: tuple(v) for k, v in keys.items()}
-
-
-def scan_hits(functions: dict, indexes: list, pick):
-    """``(function, call)`` of the calls ``pick(fi.scans)`` (flat positions,
-    see :func:`scan_keys`) names in each file, in program order: files in
-    order, functions in file order (only the one ``functions`` holds for
-    its qualified name), calls in order."""
-    for fi in indexes:
-        fns = fi.functions
-        if not fns:
-            continue
-        scans = fi.scans
-        if scans is None:  # an index built without them
-            scans = fi.scans = scan_keys(fi)
-        flat = pick(scans)
-        for k in range(0, len(flat), 2):
-            f = fns[flat[k]]
-            if functions.get(f.qualname) is f:
-                yield f, scanned_calls(f)[flat[k + 1]]
-
-
 def index_source(source: str, path: str, module: str, is_package: bool, watch: frozenset = frozenset()) -> FileIndex:
     """Index one module. ``watch``: attribute names whose reads to record in ``reads``."""
     fi = FileIndex(path=path, module=module, is_package=is_package)
@@ -1227,48 +723,6 @@ def _null_byte_position(source: str) -> tuple[int, int]:
     if nul < 0:
         return 1, 0
     return source.count("\n", 0, nul) + 1, nul - (source.rfind("\n", 0, nul) + 1)
-
-
-def source_digest(source: str) -> str:
-    return hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def read_bytes(path: str) -> bytes:
-    """A file's bytes, opened non-blocking and checked to be a regular file,
-    so a FIFO or a device named ``*.py`` is an unreadable file (CL000), not a hang."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"not a regular file: {path}")
-        return fh.read()
-
-
-# str.splitlines also breaks at \v, \f, \x1c-\x1e, \x85, \u2028 and \u2029,
-# which Python's tokenizer does not: every line number after one would be off
-_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_PY_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-def split_lines(text: str, keepends: bool = True) -> list[str]:
-    """The lines of ``text`` as Python numbers them (breaks: \\r\\n, \\r, \\n)."""
-    if not _OTHER_BREAKS.search(text):
-        return text.splitlines(keepends)
-    lines = _PY_LINE.findall(text)
-    return lines if keepends else [line.rstrip("\r\n") for line in lines]
-
-
-def decode_source(data: bytes) -> str:
-    """Decode like Python does (PEP 263 cookie, BOM); raises on failure."""
-    enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    text = data.decode(enc)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text
-
-
-def read_source(path: str) -> str:
-    """Decode like Python does (PEP 263 cookie, BOM); raises on failure."""
-    return decode_source(read_bytes(path))
 
 
 def _unreadable(path: str, module: str, is_package: bool, e: Exception) -> FileIndex:

@@ -1,0 +1,147 @@
+"""Expressions as small tuples, converted from ``ast`` and rendered back:
+
+    ("name", id)                       ("attr", base, attr)
+    ("call", func, args, kwargs)       ("const", value)
+    ("sub", base, index)               ("tuple", elts)
+    ("not", e)  ("and", es)  ("or", es)  ("cmp", ops, left, rights)
+    ("?",)                              anything else
+
+Tuples, not classes: millions of them are built per run and marshalled into the
+cache, where tuples are several times cheaper than any object.
+"""
+
+from __future__ import annotations
+
+import ast
+
+Expr = tuple
+
+
+Guard = tuple  # tuple[tuple[Expr, bool], ...]
+
+
+UNKNOWN: Expr = ("?",)
+
+
+def _last_name(e: Expr) -> str | None:
+    if e[0] == "name":
+        return e[1]
+    if e[0] == "attr":
+        return e[2]
+    if e[0] == "call":
+        return _last_name(e[1])
+    return None
+
+
+def dotted(e: Expr) -> str | None:
+    """``a.b.c`` for a name/attribute chain, else None."""
+    parts = []
+    while e[0] == "attr":
+        parts.append(e[2])
+        e = e[1]
+    if e[0] != "name":
+        return None
+    parts.append(e[1])
+    return ".".join(reversed(parts))
+
+
+def render(e: Expr) -> str:
+    """Source-like text of an indexed expression (for messages)."""
+    k = e[0]
+    if k == "name":
+        return e[1]
+    if k == "attr":
+        return f"{render(e[1])}.{e[2]}"
+    if k == "call":
+        args = [render(a) for a in e[2]] + [(f"{n}={render(v)}" if n else f"**{render(v)}") for n, v in e[3]]
+        return f"{render(e[1])}({', '.join(args)})"
+    if k == "const":
+        return repr(e[1])
+    if k == "sub":
+        return f"{render(e[1])}[{render(e[2])}]"
+    if k == "tuple":
+        return "(" + ", ".join(render(x) for x in e[1]) + ("," if len(e[1]) == 1 else "") + ")"
+    if k == "not":
+        return f"not {render(e[1])}"
+    if k in ("and", "or"):
+        return f" {k} ".join(_paren(x) for x in e[1])
+    if k == "cmp":
+        s = _paren(e[2])
+        for op, r in zip(e[1], e[3]):
+            s += f" {op} {_paren(r)}"
+        return s
+    return "..."
+
+
+def _paren(e: Expr) -> str:
+    s = render(e)
+    return f"({s})" if e[0] in ("and", "or", "not", "cmp") else s
+
+
+_CMP = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
+
+
+_Name, _Attribute, _Call, _Constant, _Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
+
+
+_Subscript, _Tuple, _UnaryOp, _Not, _BoolOp, _And = ast.Subscript, ast.Tuple, ast.UnaryOp, ast.Not, ast.BoolOp, ast.And
+
+
+_Compare, _BinOp, _BitOr = ast.Compare, ast.BinOp, ast.BitOr
+
+
+_CONST_TYPES = (str, int, float, bool, bytes)
+
+
+def conv(node: ast.AST, depth: int = 0) -> Expr:
+    """AST expression -> tuple form (bounded depth).
+
+    The indexer calls this about a million times on vLLM: names are
+    converted inline (no call) where the depth bound allows, and sequences
+    are built from lists (faster than generator expressions).
+    """
+    if depth > 12:
+        return UNKNOWN
+    t = type(node)
+    if t is _Name:
+        return ("name", node.id)
+    d = depth + 1
+    if t is _Attribute:
+        v = node.value
+        return ("attr", ("name", v.id) if type(v) is _Name and d <= 12 else conv(v, d), node.attr)
+    if t is _Call:
+        f = node.func
+        func = ("name", f.id) if type(f) is _Name and d <= 12 else conv(f, d)
+        args = tuple([UNKNOWN if type(a) is _Starred else conv(a, d) for a in node.args]) if node.args else ()
+        kwargs = tuple([(k.arg, conv(k.value, d)) for k in node.keywords]) if node.keywords else ()
+        return ("call", func, args, kwargs)
+    if t is _Constant:
+        v = node.value
+        if isinstance(v, _CONST_TYPES) or v is None or v is Ellipsis:
+            return ("const", v)
+        return UNKNOWN
+    if t is _Subscript:
+        return ("sub", conv(node.value, d), conv(node.slice, d))
+    if t is _Tuple:
+        return ("tuple", tuple([conv(x, d) for x in node.elts]))
+    if t is _UnaryOp and type(node.op) is _Not:
+        return ("not", conv(node.operand, d))
+    if t is _BoolOp:
+        return ("and" if type(node.op) is _And else "or", tuple([conv(v, d) for v in node.values]))
+    if t is _Compare:
+        ops = tuple([_CMP.get(type(o), "?") for o in node.ops])
+        return ("cmp", ops, conv(node.left, d), tuple([conv(c, d) for c in node.comparators]))
+    if t is _BinOp and type(node.op) is _BitOr:  # X | None annotations
+        return ("or", (conv(node.left, d), conv(node.right, d)))
+    return UNKNOWN

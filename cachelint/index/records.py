@@ -1,0 +1,231 @@
+"""The records of a file's index: its functions, classes, calls and assignments.
+
+Expressions inside them are small tuples (see :mod:`cachelint.index.expr`);
+the records are dataclasses, marshalled as plain tuples by
+:mod:`cachelint.index.codec`. A function's calls and a file's scan positions
+may stay marshalled until first read.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from .expr import Expr, Guard, _last_name
+
+
+@dataclass
+class Param:
+    name: str
+    annotation: Expr | None
+    default: Expr | None
+    kind: str  # "pos", "vararg", "kwonly", "kwarg"
+
+
+@dataclass
+class Assign:
+    target: Expr  # ("name", x) or ("attr", ...) or ("sub", ...) or ("?",)
+    value: Expr  # UNKNOWN for augmented, for-loop and unpacking targets
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    guard: Guard
+    in_loop: bool
+    kind: str = "assign"  # assign | annassign | augassign | for | with | walrus | unpack | del
+
+
+@dataclass
+class CallSite:
+    func: Expr
+    args: tuple
+    kwargs: tuple  # ((name, expr), ...); name None for **kwargs
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    guard: Guard
+    in_loop: bool
+    stmt_line: int  # first line of the enclosing statement
+    # the call is the whole right-hand side of an assignment to this target
+    assigned_to: Expr | None = None
+    # the call is inside an `except` handler (an error path, not the usual one)
+    in_handler: bool = False
+    # not a call but a read of a property (``func`` is the attribute read;
+    # no arguments): its getter runs on each read (see cachelint.facts.properties)
+    is_read: bool = False
+
+
+@dataclass
+class FunctionInfo:
+    qualname: str  # module-qualified, e.g. pkg.mod.Class.method, pkg.mod.f.<locals>.g
+    name: str
+    module: str
+    path: str
+    class_qualname: str | None  # directly enclosing class
+    parent_function: str | None  # directly enclosing function
+    line: int
+    end_line: int
+    column: int
+    params: list[Param]
+    decorators: list[Expr]
+    is_async: bool
+    assigns: list[Assign] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    returns: list[Expr] = field(default_factory=list)
+    nested: dict = field(default_factory=dict)  # local name -> qualname of nested def/class
+    global_names: tuple = ()
+    returns_annotation: Expr | None = None
+    under_type_checking: bool = False
+
+    @property
+    def self_name(self) -> str | None:
+        """Name of the instance parameter, for plain methods."""
+        if self.class_qualname is None or not self.params:
+            return None
+        for d in self.decorators:
+            if _last_name(d) in ("staticmethod", "classmethod"):
+                return None
+        p = self.params[0]
+        return p.name if p.kind == "pos" else None
+
+
+class _Observing(threading.local):
+    # qualname -> code objects that read its calls; per thread: two analyses
+    # in two threads keep apart
+    seen: dict | None = None
+
+
+_observing = _Observing()
+
+
+class _TrackedCalls:
+    def __get__(self, f, owner=None):
+        if f is None:
+            return self
+        seen = _observing.seen
+        if seen is not None:
+            code = sys._getframe(1).f_code
+            codes = seen.get(f.qualname)
+            if codes is None:
+                seen[f.qualname] = {code}
+            else:
+                codes.add(code)
+        calls = f.__dict__["calls"]
+        return calls if type(calls) is list else _unpack_calls(f)
+
+    def __set__(self, f, value) -> None:
+        f.__dict__["calls"] = value
+
+
+def _unpack_calls(f: FunctionInfo) -> list:
+    """A function's calls as loaded from the cache: marshalled tuples, turned
+    into CallSites on first use (a run that resolves a few calls against the
+    whole program does not pay for the other 70,000 of vLLM 0.10.2)."""
+    calls = f.__dict__["calls"]
+    if type(calls) is bytes:
+        calls = f.__dict__["calls"] = [CallSite(*c) for c in marshal.loads(calls)]
+    return calls
+
+
+FunctionInfo.calls = _TrackedCalls()  # type: ignore[assignment]  # after @dataclass: it keeps the field
+
+
+def scanned_calls(f: FunctionInfo) -> list:
+    """``f.calls`` without marking ``f`` observed: only for scans that judge
+    each call alone by keys the cache re-checks (see above)."""
+    calls = f.__dict__["calls"]
+    return calls if type(calls) is list else _unpack_calls(f)
+
+
+@contextmanager
+def observing():
+    """Collect the functions whose calls are read in the block: a dict of
+    qualified name -> the code objects that read them (see :func:`readers`)."""
+    prev, _observing.seen = _observing.seen, {}
+    try:
+        yield _observing.seen
+    finally:
+        _observing.seen = prev
+
+
+def reader_tag(code) -> str:
+    """``module:qualname`` of a code object, e.g. ``callgraph:edges_of``."""
+    return f"{os.path.splitext(os.path.basename(code.co_filename))[0]}:{code.co_qualname}"
+
+
+def readers(seen: dict) -> dict[str, list[str]]:
+    """qualname -> sorted reader tags, from what :func:`observing` collected."""
+    return {qn: sorted({reader_tag(c) for c in codes}) for qn, codes in seen.items()}
+
+
+@dataclass
+class ClassInfo:
+    qualname: str
+    name: str
+    module: str
+    path: str
+    line: int
+    end_line: int
+    bases: list[Expr]
+    decorators: list[Expr]
+    fields: dict  # class-level annotated names -> annotation
+    class_attrs: dict  # class-level assigned names -> value
+    methods: dict  # name -> function qualname
+    parent_function: str | None
+
+
+@dataclass
+class FileIndex:
+    path: str
+    module: str
+    is_package: bool
+    error: tuple | None = None  # (message, line, column) if unreadable / unparsable
+    imports: dict = field(default_factory=dict)  # local name -> qualified target
+    module_imports: set = field(default_factory=set)  # local names bound to modules by `import x`
+    star_imports: list = field(default_factory=list)
+    globals: dict = field(default_factory=dict)  # name -> value Expr (None if rebound)
+    global_annotations: dict = field(default_factory=dict)
+    defs: dict = field(default_factory=dict)  # module-level def/class name -> qualname
+    classes: list = field(default_factory=list)
+    functions: list = field(default_factory=list)
+    module_calls: list = field(default_factory=list)  # calls at module level
+    module_assigns: list = field(default_factory=list)
+    suppressions: dict = field(default_factory=dict)  # line -> frozenset(codes) | None (all)
+    all_names: tuple | None = None  # __all__ if literal
+    n_lines: int = 0
+    # reads of watched attribute names (only when indexed with `watch`):
+    # (function qualname, expr, line, column, end_line, end_column, guard,
+    #  in_loop, stmt_line, in_handler, is_callee); is_callee: ``x.name(...)``
+    reads: list = field(default_factory=list)
+    digest: str = ""  # of the decoded source: the fixer refuses a file changed since
+    # which calls of its functions the two scans of every call in
+    # cachelint.facts.cachesites may pick up (see scan_keys); None: not computed;
+    # bytes: as loaded from the cache, unpacked on first use
+    scans: tuple | bytes | None = None
+
+
+class _Packed:
+    """A field that may hold its value marshalled (as loaded from the cache),
+    unmarshalled on first read: ``FileIndex.scans``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        v = obj.__dict__[self.name]
+        if type(v) is bytes:
+            v = obj.__dict__[self.name] = marshal.loads(v)
+        return v
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__[self.name] = value
+
+
+FileIndex.scans = _Packed("scans")  # type: ignore[assignment]  # after @dataclass: it keeps the field
