@@ -33,12 +33,8 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from cachelint.model import Edit, EditKind
-from codemods.replace_expression import (
-    FixError,
-    ReplaceExpressionsCommand,
-    _Locator,
-    _span_key,
-)
+from codemods._common import FixError, _Locator, _span_key
+from codemods.replace_expression import ReplaceExpressionsCommand
 
 __all__ = ["HoistCommand"]
 

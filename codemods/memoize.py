@@ -28,7 +28,8 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor
 
 from cachelint.model import Edit, EditKind
-from codemods.replace_expression import FixError, _validate, load_edits
+from codemods._common import FixError, _validate
+from codemods.findings import load_edits
 
 __all__ = ["MemoizeCommand"]
 

@@ -139,6 +139,22 @@ def test_no_import_cycles_between_modules():
             visit(m)
 
 
+CODEMODS = sorted((ROOT / "codemods").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", CODEMODS, ids=[str(p.relative_to(ROOT)) for p in CODEMODS])
+def test_codemods_import_only_the_foundation(path):
+    """The LibCST codemods (applied by ``apply/``, runnable alone by LibCST's driver)
+    know cachelint's plain data, nothing of its analysis."""
+    foundation = set(LAYERS[0])
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {target}"
+        for line, target in imports_of(path)
+        if _layer(target) is not None and _layer(target) not in foundation
+    ]
+    assert not bad, "\n".join(bad)
+
+
 def test_the_checker_sees_an_upward_import(tmp_path, monkeypatch):
     """The test above can fail: a lower layer importing the API is caught."""
     pkg = tmp_path / "cachelint" / "index"

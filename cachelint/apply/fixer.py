@@ -73,7 +73,7 @@ def compute_fixes(
     """``digests``: each file's :func:`~cachelint.index.walk.source_digest` when it
     was analysed; a file whose content differs now is not fixed (the
     findings' positions would be stale)."""
-    from codemods.replace_expression import FixError
+    from codemods._common import FixError
 
     from ..files import source_digest
 
@@ -138,7 +138,7 @@ def _run_command(command_cls, code: str, edits: list[Edit], path: str):
     import libcst as cst
     from libcst.codemod import CodemodContext
 
-    from codemods.replace_expression import FixError
+    from codemods._common import FixError
 
     try:
         module = cst.parse_module(code)
@@ -208,7 +208,8 @@ def _apply_windowed(text: str, edits: list, path: str):
     module's scopes. Returns the codemod's result type."""
     import ast
 
-    from codemods.replace_expression import ApplyResult, FixError, apply_edits
+    from codemods._common import ApplyResult, FixError
+    from codemods.replace_expression import apply_edits
 
     try:
         with gc_paused():  # an AST is millions of objects and no cycles

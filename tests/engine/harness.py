@@ -145,7 +145,7 @@ def rewrite_one(pkg: Path, dest_root: Path, finding: dict) -> Tier:
     """Copy ``pkg`` and apply only ``finding``'s fix: its edits read back from a one-finding JSON report
     (the codemods' loader) and applied by the fixer's own ``apply_file_edits``, every edit kind included."""
     from cachelint.apply.fixer import apply_file_edits
-    from codemods.replace_expression import load_edits
+    from codemods.findings import load_edits
 
     copy_package(pkg, dest_root)
     before = _digest(dest_root)
