@@ -599,7 +599,8 @@ class HoistPlanner:
         self._check_callee_reads(s, reasons)
         if self.mutated_at(f, c):
             reasons.append("this use changes the value in place, and every run would now share one object")
-        if any(r != ("const", None) for r in init.returns):
+        if init.returns:
+            # every `return` in a constructor returns None: any of them skips the appended statement
             reasons.append(f"`{init.qualname}` can return early, before the appended statement")
         if self._init_reaches(init, f):
             reasons.append(f"`{init.qualname}` reaches `{f.name}`, which would read the attribute before it is set")

@@ -1,0 +1,157 @@
+"""The hoist planner (fixes/hoisting.py): which rewrite each CL002 finding gets,
+and when it is unsafe, the reason that names the hazard.
+
+Every case is a small program on a per-step root; the assertions read the fix's
+edit kinds, its safety class and its message, so they hold whichever module
+builds them.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from cachelint.api import lint_sources
+from cachelint.config import Config, HotRoot
+
+CONFIG = Config(
+    preset="python",
+    select=("CL002",),
+    hot_roots=(HotRoot("*.Runner.step", "per-step"), HotRoot("*.step_fn", "per-step")),
+)
+HOIST_INIT = ["replace", "append_to_function"]
+HOIST_LOCAL = ["replace", "replace", "insert_before"]
+
+
+def _findings(src: str):
+    res = lint_sources({"eng/__init__.py": "", "eng/m.py": textwrap.dedent(src).lstrip("\n")}, CONFIG)
+    return res
+
+
+def _one(src: str):
+    res = _findings(src)
+    assert len(res.findings) == 1, [f.message for f in res.findings]
+    return res.findings[0]
+
+
+def _kinds(f) -> list[str]:
+    return [e.kind.value for e in f.fix.edits]
+
+
+RUNNER = """
+import inspect
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+{init_extra}
+{methods}
+    def step(self, batch):
+        return batch, inspect.signature(self.model.forward)
+"""
+
+
+def _runner(init_extra: str = "", methods: str = "") -> str:
+    return RUNNER.format(init_extra=init_extra, methods=methods)
+
+
+def test_hoist_to_init_is_safe_when_every_input_is_bound_once_at_construction():
+    f = _one(_runner())
+    assert _kinds(f) == HOIST_INIT
+    assert f.fix.applicability.value == "safe"
+    assert "once at the end of `Runner.__init__`" in f.fix.message
+
+
+@pytest.mark.parametrize(
+    "init_extra",
+    [
+        "        if model is None:\n            return\n        self.ready = True\n",
+        "        self.ready = True\n        return\n",
+    ],
+    ids=["early-return", "trailing-return"],
+)
+def test_hoist_to_init_is_unsafe_when_the_constructor_returns_before_the_appended_statement(init_extra):
+    f = _one(_runner(init_extra=init_extra))
+    assert _kinds(f) == HOIST_INIT
+    assert f.fix.applicability.value == "unsafe"
+    assert "`eng.m.Runner.__init__` can return early" in f.fix.message
+
+
+def test_hoist_to_init_is_unsafe_when_the_constructor_reaches_the_method():
+    f = _one(_runner(init_extra="        self.step(None)\n"))
+    assert f.fix.applicability.value == "unsafe"
+    assert "reaches `step`, which would read the attribute before it is set" in f.fix.message
+
+
+def test_hoist_to_init_is_unsafe_when_another_method_reassigns_an_input():
+    f = _one(_runner(methods="    def swap(self, model):\n        self.model = model\n"))
+    assert f.fix.applicability.value == "unsafe"
+    assert "`self.model` is also assigned in `eng.m.Runner.swap`" in f.fix.message
+
+
+def test_a_call_in_a_loop_over_per_call_data_with_invariant_inputs_goes_to_init():
+    src = """
+import inspect
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+
+    def step(self, batch):
+        out = []
+        for item in batch:
+            out.append(inspect.signature(self.model.forward))
+        return out
+"""
+    f = _one(src)
+    assert _kinds(f) == HOIST_INIT and f.fix.applicability.value == "safe"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    a = json.loads(payload)\n    b = json.loads(payload)\n    return a, b\n",
+        # the first use is conditional, but a later one runs on every path: no new path runs the call
+        "    if verbose:\n        print(json.loads(payload))\n    return json.loads(payload)\n",
+    ],
+    ids=["both-unconditional", "first-conditional-second-not"],
+)
+def test_hoist_to_a_local_is_safe_when_the_call_runs_on_every_path_it_is_moved_to(body):
+    res = _findings("import json\n\ndef step_fn(payload, verbose=False):\n" + body)
+    assert len(res.findings) == 2
+    for f in res.findings:
+        assert _kinds(f) == HOIST_LOCAL and f.fix.applicability.value == "safe"
+        assert "compute `loads` once before line" in f.fix.message
+
+
+def test_memoize_needs_hashable_annotated_parameters():
+    f = _one(
+        """
+import inspect
+
+def arity(fn) -> int:
+    return len(inspect.signature(fn).parameters)
+
+def step_fn(x):
+    return arity(len)
+"""
+    )
+    assert f.fix is None
+    assert "not memoized: parameter `fn` of `arity` is not annotated as a hashable, immutable value" in f.message
+
+
+def test_memoize_is_refused_where_the_value_follows_the_environment():
+    f = _one(
+        """
+import os
+
+def flag(name: str) -> str:
+    return os.environ.get(name, "")
+
+def step_fn(x):
+    return flag("DEBUG")
+"""
+    )
+    assert f.fix is None
+    assert "depends on the environment" in f.message and "`os.environ.get`" in f.message
