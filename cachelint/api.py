@@ -42,7 +42,7 @@ class Result:
     files: int = 0
     lock_path: str | None = None
     lock_written: bool = False  # --fix recorded new invariants in the lock
-    cache: str = "off"  # off | hit | remapped | verified | partial | miss: how the cache served this run
+    cache: str = "off"  # off | hit | partial | miss: how the cache served this run
     # the configuration with its presets merged, resolved on first use (a
     # cache hit needs no presets: parsing them is a tenth of a warm run)
     _config: Config | None = field(default=None, repr=False)
@@ -136,7 +136,6 @@ def check(
                 lock_hash(lock_path),
                 need_analysis,
                 progress,
-                resolve=resolve,
             )
         else:
             indexes = index_files(files, jobs, progress)

@@ -33,9 +33,6 @@ class Analysis:
         # the invariants of cachelint.lock (None: no lock file)
         self.invariants = invariants
         self.lock_path = lock_path
-        # (watched property names, {hot function: the reads parsed in it}), set
-        # by CL002's property stage (None: it did not run); see cache._remap
-        self.property_watch: tuple | None = None
 
     @cached_property
     def hot(self) -> HotPaths:

@@ -64,29 +64,20 @@ def watched_reads(lines: list[str], f: FunctionInfo, names) -> list | None:
 
 def named_in(data: bytes, names) -> list:
     """The ``names`` for which a file's bytes contain ``.name``: the hot
-    functions of other files are not parsed for reads (the cache asks the
-    same of a function that becomes hot)."""
+    functions of other files are not parsed for reads."""
     return [n for n in names if b"." + n.encode() in data]
 
 
-def hot_property_reads(
-    program: Program, hot: HotPaths, names, parsed: dict | None = None
-) -> list[tuple[FunctionInfo, CallSite]]:
+def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[FunctionInfo, CallSite]]:
     """Reads of ``names`` in hot functions, as (function, CallSite with ``is_read``).
 
     Only the hot functions whose own lines contain ``.name`` for one of the
     names are parsed again, each alone (:func:`~cachelint.index.walk.function_reads`);
-    the rest of the tree is not touched. ``parsed`` receives qualified name ->
-    what :func:`~cachelint.index.walk.function_reads` returned, for each function
-    parsed, and None for the hot functions of files that could not be read:
-    every other hot function's text has no ``.name`` (the cache relies on
-    it to keep findings across an edit of a hot function).
+    the rest of the tree is not touched.
     """
     names = frozenset(names)
     if not names:
         return []
-    if parsed is None:
-        parsed = {}
     hot_files: dict[str, list[FunctionInfo]] = {}
     for qn in hot.chains:
         f = program.functions.get(qn)
@@ -95,14 +86,11 @@ def hot_property_reads(
     out: list[tuple[FunctionInfo, CallSite]] = []
     for path in sorted(hot_files):
         fi = program.modules_by_path.get(path)
-        unread = dict.fromkeys(f.qualname for f in hot_files[path])
         if fi is None or fi.error:
-            parsed.update(unread)
             continue
         try:
             data = read_bytes(path)
         except OSError:
-            parsed.update(unread)
             continue
         in_file = named_in(data, names)
         if not in_file:
@@ -110,10 +98,8 @@ def hot_property_reads(
         try:
             source = decode_source(data)
         except (SyntaxError, UnicodeDecodeError, LookupError):
-            parsed.update(unread)
             continue
         if fi.digest and fi.digest != source_digest(source):
-            parsed.update(unread)
             continue  # changed since it was indexed: positions would not match
         lines = split_lines(source)
         seen: set = set()
@@ -121,7 +107,6 @@ def hot_property_reads(
             reads = watched_reads(lines, f, in_file)
             if reads is None:
                 continue
-            parsed[f.qualname] = reads
             for qn, expr, line, col, end_line, end_col, guard, in_loop, stmt_line, in_handler, is_callee in reads:
                 g = program.functions.get(qn)
                 if g is None or not hot.is_hot(g.qualname) or is_callee or (line, col) in seen:

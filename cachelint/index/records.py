@@ -9,10 +9,6 @@ may stay marshalled until first read.
 from __future__ import annotations
 
 import marshal
-import os
-import sys
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .expr import Expr, Guard, _last_name
@@ -94,27 +90,15 @@ class FunctionInfo:
         return p.name if p.kind == "pos" else None
 
 
-class _Observing(threading.local):
-    # qualname -> code objects that read its calls; per thread: two analyses
-    # in two threads keep apart
-    seen: dict | None = None
+class _LazyCalls:
+    """``FunctionInfo.calls``: a list of CallSites, or, as loaded from the
+    cache, marshalled tuples turned into CallSites on first read (the analysis
+    reads the calls of about one function in eight; the others' are never
+    unpacked)."""
 
-
-_observing = _Observing()
-
-
-class _TrackedCalls:
     def __get__(self, f, owner=None):
         if f is None:
             return self
-        seen = _observing.seen
-        if seen is not None:
-            code = sys._getframe(1).f_code
-            codes = seen.get(f.qualname)
-            if codes is None:
-                seen[f.qualname] = {code}
-            else:
-                codes.add(code)
         calls = f.__dict__["calls"]
         return calls if type(calls) is list else _unpack_calls(f)
 
@@ -123,44 +107,20 @@ class _TrackedCalls:
 
 
 def _unpack_calls(f: FunctionInfo) -> list:
-    """A function's calls as loaded from the cache: marshalled tuples, turned
-    into CallSites on first use (a run that resolves a few calls against the
-    whole program does not pay for the other 70,000 of vLLM 0.10.2)."""
     calls = f.__dict__["calls"]
     if type(calls) is bytes:
         calls = f.__dict__["calls"] = [CallSite(*c) for c in marshal.loads(calls)]
     return calls
 
 
-FunctionInfo.calls = _TrackedCalls()  # type: ignore[assignment]  # after @dataclass: it keeps the field
+FunctionInfo.calls = _LazyCalls()  # type: ignore[assignment]  # after @dataclass: it keeps the field
 
 
 def scanned_calls(f: FunctionInfo) -> list:
-    """``f.calls`` without marking ``f`` observed: only for scans that judge
-    each call alone by keys the cache re-checks (see above)."""
+    """``f.calls`` (the same list; kept for the scans and the indexer that
+    call it by this name)."""
     calls = f.__dict__["calls"]
     return calls if type(calls) is list else _unpack_calls(f)
-
-
-@contextmanager
-def observing():
-    """Collect the functions whose calls are read in the block: a dict of
-    qualified name -> the code objects that read them (see :func:`readers`)."""
-    prev, _observing.seen = _observing.seen, {}
-    try:
-        yield _observing.seen
-    finally:
-        _observing.seen = prev
-
-
-def reader_tag(code) -> str:
-    """``module:qualname`` of a code object, e.g. ``callgraph:edges_of``."""
-    return f"{os.path.splitext(os.path.basename(code.co_filename))[0]}:{code.co_qualname}"
-
-
-def readers(seen: dict) -> dict[str, list[str]]:
-    """qualname -> sorted reader tags, from what :func:`observing` collected."""
-    return {qn: sorted({reader_tag(c) for c in codes}) for qn, codes in seen.items()}
 
 
 @dataclass

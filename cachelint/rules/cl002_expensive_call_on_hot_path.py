@@ -737,11 +737,8 @@ class Runner:
             for name, getters in expensive_properties(p, costs).items()
         }
         wanted = {n: g for n, g in wanted.items() if g}
-        parsed: dict = {}
         out = []
-        reads = hot_property_reads(p, analysis.hot, wanted, parsed)
-        # what the cache needs to keep these findings across an edit of a hot function
-        analysis.property_watch = (sorted(wanted), parsed)
+        reads = hot_property_reads(p, analysis.hot, wanted)
         for f, c in reads:
             if not _runs_each_time(f, c, covered):
                 continue
