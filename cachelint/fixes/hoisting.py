@@ -288,8 +288,7 @@ class HoistPlanner:
                 qn = callee[0][1]
                 if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
                     return None
-            pure, _ = self.a.cache_analysis.purity(names, fn)
-            if not pure:
+            if not self.a.cost.purity(names, fn).pure:
                 return f"`{dotted(e[1]) or '...'}(...)` may return a different value each time"
             return None
         if k in ("tuple", "and", "or"):
@@ -890,7 +889,8 @@ class HoistPlanner:
             reasons.append("the return value has no annotation; a cached mutable value would be shared by all callers")
         elif not _annotation_ok(f.returns_annotation, _IMMUTABLE):
             reasons.append("the return value may be mutable, and would be shared by all callers")
-        pure, why = self.a.cache_analysis.purity([f.qualname], f)
+        purity = self.a.cost.purity([f.qualname], f)
+        pure, why = purity.pure, purity.reason
         if not pure:
             reasons.append(why)
         target = f.qualname[len(f.module) + 1 :]

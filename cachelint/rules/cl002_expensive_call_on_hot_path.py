@@ -715,8 +715,8 @@ class Runner:
     def check(self, analysis):
         hot = analysis.hot
         p = analysis.program
-        covered = analysis.cl001_spans()
-        costs = CostModel(p, analysis.catalog, analysis.cache_analysis)
+        covered = analysis.cached_call_spans()
+        costs = analysis.cost
         low_ok = analysis.config.min_cost == "low"
         sites: list[Site] = []
         for qn in sorted(hot.chains):
