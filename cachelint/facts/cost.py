@@ -208,31 +208,32 @@ class CostModel:
         entry: CatalogEntry | None = self.catalog.match(names)
         if entry is not None and entry.kind == "declared-pure":
             entry = None
-        in_tree = fn is not None and not is_cached_function(fn) and fn.name not in CONSTRUCTORS
+        # the body in the tree that may decide (a cached function's or a constructor's does not)
+        body = fn if fn is not None and not is_cached_function(fn) and fn.name not in CONSTRUCTORS else None
         if entry is not None:
-            if entry.kind in BODY_DECIDES and in_tree:
-                why = self.body_cost(fn)
+            if entry.kind in BODY_DECIDES and body is not None:
+                why = self.body_cost(body)
                 if why is None:
                     return None  # the tree's own body shows it is cheap
-                pure = self.purity(names, fn)
+                pure = self.purity(names, body)
                 return Cost(entry.kind, why, pure.pure, pure.reason, entry.cost, entry.pattern, True, Decided.BODY)
-            if in_tree and entry.cost != "low" and fn.class_qualname and self.visibly_cheap(fn):
+            if body is not None and entry.cost != "low" and body.class_qualname and self.visibly_cheap(body):
                 return None  # every implementation of the method in the tree is cheap (e.g. it became @cache'd)
             pure_ok = entry.pure
             reason = "declared pure in the catalog" if pure_ok else f"{entry.kind}: {entry.why or entry.pattern}"
             return Cost(entry.kind, entry.why, pure_ok, reason, entry.cost, entry.pattern)
-        if not in_tree:
+        if body is None:
             return None
-        why = self.walks_config(fn)
+        why = self.walks_config(body)
         if why is not None:
-            pure = self.purity(names, fn)
+            pure = self.purity(names, body)
             return Cost("config-derivation", why, pure.pure, pure.reason, "high", None, True, Decided.CONFIG_WALK)
         if not through_calls:
             return None
-        reach = self.reach(fn)
+        reach = self.reach(body)
         if reach is None:
             return None
-        pure = self.purity(names, fn)
+        pure = self.purity(names, body)
         e = reach.entry
         return Cost(e.kind, reach.why(), pure.pure, pure.reason, e.cost, e.pattern, True, Decided.REACH)
 

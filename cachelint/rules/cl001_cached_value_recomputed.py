@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..facts.invariants import from_uses
 from ..index.expr import render
 from ..model import Applicability, Edit, Finding, Fix, Span
 from .base import Example, Rule
@@ -229,10 +230,18 @@ def max_encoder_len(config: EngineConfig) -> int:
         ),
     ]
 
+    reads = ("cache_analysis", "hot", "removable_names")
+
     def check(self, analysis):
         ca = analysis.cache_analysis
         for use in ca.uses():
             yield self._finding(analysis, use)
+
+    def lock_invariants(self, analysis, fixed):
+        """The invariant each rewritten read relies on: its fill, guard and callee."""
+        spans = {(f.path, f.span.line, f.span.column) for f in fixed}
+        uses = [u for u in analysis.cache_analysis.uses() if (u.function.path, u.call.line, u.call.column) in spans]
+        return from_uses(analysis.program, uses)
 
     def _finding(self, analysis, use) -> Finding:
         site, g, c = use.site, use.function, use.call
