@@ -321,3 +321,26 @@ def test_one_memo_shared_by_cost_and_purity():
     before = len(model._memo)
     _cost(model, p, "top")
     assert len(model._memo) == before
+
+
+def test_state_reads_in_body_order():
+    src = """
+    import os
+
+    _FLAG = 0
+
+    def configure():
+        global _FLAG
+        _FLAG = int(os.getenv("FLAG", "0"))
+        return helper()
+
+    def helper():
+        return 1
+    """
+    model, p = _model(src, ENV, SIG)
+    reads = model.state_reads(_fn(p, "configure"))
+    assert [(r.kind, r.name, r.what) for r in reads] == [
+        (StateKind.GLOBAL, "_FLAG", ""),
+        (StateKind.CATALOGUED, "os.getenv", "environment"),
+    ]
+    assert model.state_reads(_fn(p, "helper")) == ()

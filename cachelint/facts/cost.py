@@ -325,6 +325,24 @@ class CostModel:
         memo[key] = result
         return result
 
+    def state_reads(self, fn: FunctionInfo) -> tuple[StateRead, ...]:
+        """The mutable state ``fn``'s own body depends on, in order: the module
+        globals it rebinds, then each call the catalog names and does not mark
+        pure (its name as spelled at the call, the entry's kind). Memoized."""
+        key = ("state", fn.qualname)
+        memo = self._memo
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        out = [StateRead(StateKind.GLOBAL, g) for g in fn.global_names]
+        p = self.program
+        for c in fn.calls:
+            e = self.catalog.match(p.callee_names(p.call_callee(fn, c), dotted(c.func)))
+            if e is not None and not e.pure:
+                out.append(StateRead(StateKind.CATALOGUED, dotted(c.func) or "...", e.kind))
+        result = memo[key] = tuple(out)
+        return result
+
     def _infer_purity(self, fn: FunctionInfo, depth: int) -> Purity:
         not_pure = f"`{fn.qualname}` is not known to be pure and deterministic"
         if depth > MAX_DEPTH:

@@ -114,7 +114,7 @@ class ExpensiveCallOnHotPath(Rule):
     name = "expensive-call-on-hot-path"
     summary = "Expensive call on a hot path"
     fix_availability = "sometimes"
-    reads = ("hot", "program", "config", "catalog", "cost", "cached_call_spans")
+    reads = ("hot", "program", "config", "cost", "cached_call_spans")
 
     VALID = [
         # the same call outside any hot path (code reached only from __init__)
