@@ -44,8 +44,12 @@ class CachedValueRecomputed(Rule):
     callee on the same argument objects (after following aliases such as
     ``self.model_config = vllm_config.model_config`` and
     ``self.registry = REGISTRY``) recomputes it. Only callees
-    that are expensive are considered: an entry of the expensive-call catalog,
-    or a function of the analysed tree whose body reaches one.
+    that are expensive on each call are considered, decided as for CL002: an
+    entry of the expensive-call catalog (unless the callee's body in the tree
+    shows it cheap, e.g. a ``config-derivation`` helper that became a plain
+    attribute read), or a function of the analysed tree whose body walks a
+    config or reaches a catalogued call outside ``except`` handlers and
+    fill-once guards.
 
     ## Why is this bad?
     vLLM's cross-attention builder asked the multimodal registry for the
