@@ -180,7 +180,7 @@ def check(
                 result.fixed.extend(fixed_now)
                 result.findings = [f for f in findings if id(f) not in fixed_ids]
                 if write and analysis is not None:
-                    _record_invariants(analysis, result, fixed_now)
+                    _record_invariants(analysis, rules, result, fixed_now)
                 if not write or not changed or n + 1 == MAX_FIX_PASSES:
                     break
                 analysis, findings = _reanalyse(paths, config, rules, jobs, report_only, lock_path)
@@ -220,17 +220,17 @@ def lock_hash(lock_path: Path) -> str:
         return "-"
 
 
-def _record_invariants(analysis: Analysis, result: Result, fixed: list[Finding]) -> None:
-    """Write or extend cachelint.lock with what the applied CL001 fixes rely on."""
-    from .facts.invariants import from_uses
+def _record_invariants(analysis: Analysis, rules, result: Result, fixed: list[Finding]) -> None:
+    """Write or extend cachelint.lock with what the applied fixes rely on
+    (each rule's :meth:`~cachelint.rules.base.Rule.lock_invariants`)."""
     from .lock.lockfile import merge
     from .lock.lockfile import write as write_lock
 
-    spans = {(f.path, f.span.line, f.span.column) for f in fixed if f.code == "CL001"}
-    if not spans:
-        return
-    uses = [u for u in analysis.cache_analysis.uses() if (u.function.path, u.call.line, u.call.column) in spans]
-    new = from_uses(analysis.program, uses)
+    new = []
+    for rule_cls in rules:
+        mine = [f for f in fixed if f.code == rule_cls.code]
+        if mine:
+            new.extend(rule_cls().lock_invariants(analysis, mine))
     if not new or analysis.lock_path is None:
         return
     path = Path(analysis.lock_path)

@@ -454,7 +454,6 @@ def test_loaded_calls_stay_marshalled_until_read():
     about one function's calls in eight): reading gives the same CallSites,
     and encoding an index that was never read gives back the stored bytes."""
     from cachelint.index.codec import _FI_FUNCTIONS, _FN_CALLS
-    from cachelint.index.records import scanned_calls
 
     src = "def f(x):\n    g(x)\n    return h(x, k=1)\n\ndef g(x):\n    pass\n"
     fi = index_source(src, "m.py", "m", False)
@@ -467,7 +466,7 @@ def test_loaded_calls_stay_marshalled_until_read():
     assert again == marshal.loads(stored)
     assert f.calls == fi.functions[0].calls and len(f.calls) == 2
     assert type(f.__dict__["calls"]) is list
-    assert scanned_calls(g) == [] and type(g.__dict__["calls"]) is list
+    assert g.calls == [] and type(g.__dict__["calls"]) is list
     assert loaded == fi
     # unpacked and encoded again: the same calls (marshal bytes are no canonical form)
     assert _expanded(cache.encode_index(loaded)) == _expanded(marshal.loads(stored))

@@ -9,7 +9,6 @@ from cachelint.facts.cachesites import _named
 from cachelint.files import split_lines
 from cachelint.incremental import cache
 from cachelint.index.expr import render
-from cachelint.index.records import scanned_calls
 from cachelint.index.scans import fills_site, function_imports, scan_hits, use_keys
 from cachelint.index.suppressions import _SUPPRESS_RE, _in_string, parse_suppressions
 from cachelint.index.walk import index_source
@@ -198,7 +197,7 @@ def test_suppressions_read_on_marked_lines_equal_a_read_of_every_line():
 
 def _every_call(fi, pick_call):
     """The brute-force scan: every call of every function, in order."""
-    return [(f, c) for f in fi.functions if not f.under_type_checking for c in scanned_calls(f) if pick_call(f, c)]
+    return [(f, c) for f in fi.functions if not f.under_type_checking for c in f.calls if pick_call(f, c)]
 
 
 def test_scan_positions_name_exactly_the_calls_a_scan_of_every_call_picks():

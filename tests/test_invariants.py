@@ -19,6 +19,7 @@ import pytest
 from cachelint.config import CatalogEntry, Config, resolve_presets
 from cachelint.facts.cachesites import CacheAnalysis
 from cachelint.facts.catalog import Catalog
+from cachelint.facts.cost import CostModel
 from cachelint.facts.invariants import InvariantCheck, from_uses
 from cachelint.index.walk import index_source
 from cachelint.lock.lockfile import dumps, load
@@ -48,9 +49,13 @@ class EngineConfig:
 """
 
 REGISTRY = """
+from transformers import AutoProcessor
+
+
 class Registry:
     def max_encoder_len(self, model_config):
-        return len(model_config.name) * 1000
+        # builds a processor: nothing the analysis can see proves it cheap
+        return AutoProcessor.from_pretrained(model_config.name).max_length
 
 
 REGISTRY = Registry()
@@ -110,7 +115,8 @@ def _catalog() -> Catalog:
 @pytest.fixture(scope="module")
 def invariant():
     program = _program({"config.py": CONFIG, "registry.py": REGISTRY, "runner.py": RUNNER})
-    ca = CacheAnalysis(program, _catalog())
+    catalog = _catalog()
+    ca = CacheAnalysis(program, catalog, CostModel(program, catalog))
     ca.collect()
     uses = list(ca.uses())
     assert [(u.function.qualname, u.call.line) for u in uses] == [("eng.runner.Runner.step", 11)]

@@ -280,14 +280,13 @@ def test_scan_positions_pick_what_a_scan_of_every_call_picks(v0102, monkeypatch)
     from cachelint import api
     from cachelint.config import Config
     from cachelint.facts.cachesites import _fills, _named
-    from cachelint.index.records import scanned_calls
     from cachelint.index.scans import fills_site, function_imports, scan_hits, use_keys
 
     monkeypatch.chdir(v0102)
     analysis, _ = api.analyse(["vllm"], Config(), jobs=2)
     p = analysis.program
     by_name = analysis.cache_analysis.by_name
-    every = [(f, c) for f in p.functions.values() if not f.under_type_checking for c in scanned_calls(f)]
+    every = [(f, c) for f in p.functions.values() if not f.under_type_checking for c in f.calls]
     assert len(every) > 50_000 and len(by_name) > 20
 
     def ids(pairs) -> list:

@@ -16,6 +16,7 @@ from ..semantic.callgraph import HotPaths, hot_paths
 from ..semantic.program import Program
 from .cachesites import CacheAnalysis
 from .catalog import Catalog
+from .cost import CostModel
 from .invariants import InvariantCheck, InvariantState
 
 
@@ -39,8 +40,13 @@ class Analysis:
         return hot_paths(self.program, self.config.roots)
 
     @cached_property
+    def cost(self) -> CostModel:
+        """The cost and purity model every rule and fix asks (one memo per run)."""
+        return CostModel(self.program, self.catalog)
+
+    @cached_property
     def cache_analysis(self) -> CacheAnalysis:
-        ca = CacheAnalysis(self.program, self.catalog)
+        ca = CacheAnalysis(self.program, self.catalog, self.cost)
         ca.collect()
         return ca
 
@@ -50,7 +56,9 @@ class Analysis:
             return []
         return InvariantCheck(self.program, self.invariants).states()
 
-    def cl001_spans(self) -> set:
+    def cached_call_spans(self) -> set:
+        """(path, line, column) of every call that recomputes a value an
+        attribute already caches (the uses of the cache sites)."""
         return {(u.function.path, u.call.line, u.call.column) for u in self.cache_analysis.uses()}
 
     @cached_property

@@ -17,22 +17,24 @@ A *use* is a call elsewhere with the same callee and arguments that unify with
 the invariant's for some ``X`` of the anchor's type found at the use site.
 Only candidates whose callee is worth caching are kept (a function defined in
 the tree, or a catalog entry; never a class constructor, a builtin or an
-already-cached function), which is what keeps ``self.buf = torch.zeros(n)``
-and friends out of the report.
+already-cached function) and that the cost model finds expensive on each run
+(:meth:`~cachelint.facts.cost.CostModel.expensive`), which is what keeps
+``self.buf = torch.zeros(n)`` and friends out of the report.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..index.expr import dotted, render
+from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
 from ..index.scans import function_imports, scan_hits, use_keys
 from ..semantic.access import spell, spell_atom
 from ..semantic.guards import Atom, guard_atoms, residual, substitute
 from ..semantic.idioms import is_cached_function
 from ..semantic.program import CONSTRUCTORS, Program, Value
-from .catalog import PURE_BUILTINS, Catalog
+from .catalog import Catalog
+from .cost import CostModel
 
 
 @dataclass
@@ -128,87 +130,18 @@ def _mentions(v, root) -> bool:
 
 
 class CacheAnalysis:
-    def __init__(self, program: Program, catalog: Catalog) -> None:
+    def __init__(self, program: Program, catalog: Catalog, cost: CostModel) -> None:
         self.program = program
         self.catalog = catalog
+        self.cost = cost
         self.sites: list[CacheSite] = []
         self.by_name: dict[str, list[CacheSite]] = {}
-        self._purity_memo: dict = {}
         self._uses: list[Use] | None = None
-
-    # ----- purity -----------------------------------------------------------------
-    def purity(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> tuple[bool, str]:
-        entry = self.catalog.match(names)
-        if entry is not None and entry.kind != "declared-pure":
-            if entry.pure:
-                return True, "declared pure in the catalog"
-            return (
-                False,
-                f"`{names[0] if names else entry.pattern}` is not pure ({entry.kind}: {entry.why or 'catalog'})",
-            )
-        if self.catalog.pure(names):
-            return True, "declared pure in configuration"
-        if fn is None:
-            return False, f"`{names[0] if names else '?'}` is not known to be pure and deterministic"
-        key = fn.qualname
-        if key in self._purity_memo:
-            return self._purity_memo[key]
-        self._purity_memo[key] = (False, "recursive")
-        result = self._infer_purity(fn, depth)
-        self._purity_memo[key] = result
-        return result
-
-    def _infer_purity(self, fn: FunctionInfo, depth: int) -> tuple[bool, str]:
-        not_pure = (False, f"`{fn.qualname}` is not known to be pure and deterministic")
-        if depth > 3 or fn.global_names:
-            return not_pure
-        for a in fn.assigns:
-            if a.target[0] in ("attr", "sub"):
-                return not_pure
-        for c in fn.calls:
-            callee = self.program.call_callee(fn, c)
-            if callee is not None and len(callee) == 1 and callee[0][0] == "g":
-                qn = callee[0][1]
-                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
-                    continue
-            names = self.program.callee_names(callee, dotted(c.func))
-            target = self.program.callee_function(callee) if callee is not None else None
-            ok, _ = self.purity(names, target, depth + 1)
-            if not ok:
-                return not_pure
-        return True, f"`{fn.qualname}` only reads its inputs and calls pure functions"
-
-    def expensive(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> str | None:
-        """Why a call is expensive (a catalog entry, directly or through its body), or None."""
-        entry = self.catalog.match(names)
-        if entry is not None and entry.kind != "declared-pure":
-            return entry.why or f"`{entry.pattern}` ({entry.kind}) is in the expensive-call catalog"
-        if fn is None or depth > 3:
-            return None
-        key = ("cost", fn.qualname)
-        if key in self._purity_memo:
-            return self._purity_memo[key]
-        self._purity_memo[key] = None
-        p = self.program
-        result = None
-        for c in fn.calls:
-            callee = p.call_callee(fn, c)
-            cnames = p.callee_names(callee, dotted(c.func))
-            target = p.callee_function(callee) if callee is not None else None
-            if target is not None and is_cached_function(target):
-                continue
-            why = self.expensive(cnames, target, depth + 1)
-            if why is not None:
-                shown = cnames[0] if cnames else render(c.func)
-                result = f"`{fn.qualname}` calls `{shown}`: " + why
-                break
-        self._purity_memo[key] = result
-        return result
 
     # ----- cache sites ---------------------------------------------------------------
     def collect(self) -> None:
         p = self.program
-        # each call alone, keyed by fills_site (see index.observing, index.scan_keys)
+        # each call alone, keyed by fills_site (see index.scans)
         for f, c in scan_hits(p.functions, p.indexes, _fills):
             site = self._site(f, c)
             if site is not None:
@@ -258,10 +191,11 @@ class CacheAnalysis:
                 return None
             if v[0][0] == "c":
                 return None
-        expensive = self.expensive(names, fn)
+        expensive = self.cost.expensive(names, fn)
         if expensive is None:
             return None  # cheap to recompute: a candidate, never a finding
-        pure, why = self.purity(names, fn)
+        purity = self.cost.purity(names, fn)
+        pure, why = purity.pure, purity.reason
         in_constructor = (
             anchor[0] == "s" and f.name in CONSTRUCTORS and p.is_subclass(anchor_type, f.class_qualname or "")
         )
@@ -302,7 +236,7 @@ class CacheAnalysis:
         if not by_name:
             return out
         last = None
-        # each call alone, keyed by use_keys (see index.observing, index.scan_keys):
+        # each call alone, keyed by use_keys (see index.scans):
         # only the calls a key of some site names
         for g, c in scan_hits(p.functions, p.indexes, lambda scans: _named(scans, by_name)):
             if g is not last:

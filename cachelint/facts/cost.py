@@ -1,42 +1,62 @@
-"""What a call costs: the catalog, or, for code in the analysed tree, its body.
+"""The one cost and purity model: what a call costs per step, and whether it is pure.
+
+Every rule and every fix asks this model, built once per analysis
+(:attr:`Analysis.cost <cachelint.facts.analysis.Analysis.cost>`), with one
+memo. Two questions:
+
+* :meth:`CostModel.cost`: is a call expensive, how (a :class:`Cost`: its
+  kind, its level, the reason, and what decided: the catalog, the body in the
+  tree, a config walk, or a catalogued call the body reaches);
+* :meth:`CostModel.purity`: is it pure and deterministic (a :class:`Purity`,
+  whose :class:`StateRead` names the state an impure call depends on).
 
 The catalog (presets plus configuration) names expensive callees by pattern.
 For a function or property *defined in the analysed tree*, the body is the
 better witness, and it decides:
 
-* it is expensive when it reaches a catalogued call (directly or through
-  other functions of the tree), which is :meth:`CacheAnalysis.expensive`,
-  generalised here to look at the body even when the name is catalogued;
+* it is expensive when it reaches a catalogued call on each run, directly or
+  through other functions of the tree (:meth:`CostModel.reach`);
 * or when it *walks a config*: probes several attributes of config objects
   (``getattr(self.hf_text_config, "sliding_window", None)``, ``hasattr``,
   ...), loops over them, or calls functions that do.
 
-Catalog entries of kind ``config-derivation`` describe exactly that shape
-("walks the HF config on each call"), so for them a body in the tree
-overrides the name: ``ModelConfig.get_head_size`` is reported where its body
+"On each run" is the per-step question every rule asks: a call made only in
+an ``except`` handler (the error path) or under a fill-once guard (``if
+self._x is None: self._x = ...``, a memo dict; see
+:func:`~cachelint.semantic.idioms.fills_once`) is not work the function
+repeats, so it makes no body expensive. Calls of ``functools.cache``'d
+functions and of constructors' bodies are not followed either, and a body is
+followed four calls deep at most.
+
+Catalog entries of kind ``config-derivation`` describe exactly the config-walk
+shape ("walks the HF config on each call"), so for them a body in the tree
+overrides the name: ``ModelConfig.get_head_size`` is expensive where its body
 still derives the value, and not in a release where it became a read of a
 precomputed attribute. Other kinds (device queries, I/O, registries) keep the
 catalog's word, because their cost lies outside the tree (a driver call, the
-filesystem) where no body can be read.
+filesystem) where no body can be read, unless every implementation in the
+tree is visibly cheap (:meth:`CostModel.visibly_cheap`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from ..config import CatalogEntry
 from ..index.expr import dotted
 from ..index.records import FunctionInfo
 from ..semantic.idioms import fills_once, is_cached_function
 from ..semantic.program import CONSTRUCTORS, Program
-from .cachesites import CacheAnalysis
-from .catalog import Catalog
+from .catalog import PURE_BUILTINS, Catalog
 
 # a body that probes config attributes this many times walks the config
 WALK_PROBES = 3
 # calls that probe a config attribute (cachelint.incremental.cache reads them too)
 PROBES = frozenset({"getattr", "hasattr"})
 BODY_DECIDES = ("config-derivation",)
+# how many calls deep a body is followed (reach, purity, config walks)
+MAX_DEPTH = 3
 _CHEAP_BUILTINS = frozenset(
     [
         "isinstance",
@@ -70,6 +90,81 @@ def _stub(fn: FunctionInfo) -> bool:
     return all(c.func == ("name", "NotImplementedError") for c in fn.calls) and not fn.returns and not fn.assigns
 
 
+class Decided(str, Enum):
+    """What decided a call's cost."""
+
+    CATALOG = "catalog"  # a catalog entry, taken at its word
+    BODY = "body"  # a config-derivation entry whose body in the tree still derives the value
+    CONFIG_WALK = "config-walk"  # no entry: the body in the tree walks a config
+    REACH = "reach"  # no entry: the body in the tree reaches a catalogued call on each run
+
+
+class StateKind(str, Enum):
+    """The kind of state an impure call depends on (or the limit that stopped the proof)."""
+
+    CATALOGUED = "catalogued"  # a catalog entry not marked pure (environment, I/O, a registry, ...)
+    GLOBAL = "global"  # a module global the body rebinds (``global X``)
+    WRITE = "write"  # an attribute or item the body assigns
+    UNRESOLVED = "unresolved"  # a call cachelint cannot see into
+    LIMIT = "limit"  # recursion or the depth limit: nothing proven
+
+
+@dataclass(frozen=True, slots=True)
+class StateRead:
+    """The state an impure call reads or writes: its kind, the exact name, and
+    for a catalogued call the entry's kind (``environment``, ``io``, ...).
+    ``describe()`` continues a sentence whose subject is the function."""
+
+    kind: StateKind
+    name: str
+    what: str = ""
+
+    def describe(self) -> str:
+        if self.kind is StateKind.CATALOGUED:
+            return f"calls `{self.name}` ({self.what})"
+        if self.kind is StateKind.GLOBAL:
+            return f"rebinds the module global `{self.name}`"
+        if self.kind is StateKind.WRITE:
+            return f"assigns `{self.name}`"
+        if self.kind is StateKind.UNRESOLVED:
+            return f"calls `{self.name}`, which cachelint cannot see into"
+        return "(recursive, or too deep to follow)"
+
+
+@dataclass(frozen=True, slots=True)
+class Purity:
+    """Whether a call is pure and deterministic, and why (``reason``: the text
+    messages quote); when it is not, ``state`` is the first state the call (or
+    a function it calls) depends on, and ``via`` the functions of the tree
+    from the one asked about to the one whose body depends on it."""
+
+    pure: bool
+    reason: str
+    state: StateRead | None = None
+    via: tuple[str, ...] = ()
+
+    def detail(self) -> str:
+        """The reason with the state named, e.g. ``...: `f` calls `g` calls `os.getenv` (environment)``."""
+        if self.state is None:
+            return self.reason
+        chain = " calls ".join(f"`{q}`" for q in self.via)
+        return f"{self.reason}: {chain + ' ' if chain else ''}{self.state.describe()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """The first catalogued call a body makes on each run: the entry, and the
+    chain of (caller, callee as shown) from the body to it."""
+
+    entry: CatalogEntry
+    steps: tuple[tuple[str, str], ...]
+
+    def why(self) -> str:
+        head = " calls ".join(f"`{caller}`" for caller, _ in self.steps)
+        e = self.entry
+        return f"{head} calls `{self.steps[-1][1]}`" + (f": {e.why}" if e.why else f" ({e.kind})")
+
+
 @dataclass(frozen=True)
 class Cost:
     kind: str
@@ -79,70 +174,91 @@ class Cost:
     cost: str = "high"  # high | low (catalog `cost`)
     pattern: str | None = None  # the catalog entry, if any
     inferred: bool = False  # decided from the body in the tree
+    decided: Decided = Decided.CATALOG
+
+    @property
+    def reason(self) -> str:
+        """``why``, never empty: a catalog entry without a ``why`` is named."""
+        return self.why or f"`{self.pattern}` ({self.kind}) is in the expensive-call catalog"
 
 
 class CostModel:
-    def __init__(self, program: Program, catalog: Catalog, cache_analysis: CacheAnalysis) -> None:
+    """Cost and purity of calls, for one program and catalog, memoized.
+
+    The third argument is accepted and ignored (``incremental.cache`` still
+    passes one)."""
+
+    def __init__(self, program: Program, catalog: Catalog, _unused: object = None) -> None:
         self.program = program
         self.catalog = catalog
-        self.ca = cache_analysis
-        self._walk_memo: dict[str, str | None] = {}
+        # one memo: (question, qualname, depth) -> answer. The depth is part of
+        # the key, so an answer never depends on the order of the questions
+        # (a body first met deep in a chain is followed less far), and needs
+        # no recursion guard (each nested question is one level deeper).
+        self._memo: dict = {}
+        self._walk_memo: dict = {}  # walks_config and visibly_cheap (keyed apart from the rest)
 
-    def call_cost(self, names: list[str], fn: FunctionInfo | None) -> Cost | None:
-        """The cost of calling ``fn`` (known by ``names``), or None if cheap."""
+    # ----- cost ---------------------------------------------------------------------------
+    def cost(self, names: list[str], fn: FunctionInfo | None, through_calls: bool = True) -> Cost | None:
+        """What calling ``fn`` (known by ``names``) costs on each run, or None if cheap.
+
+        In order: a catalog entry (unless the body in the tree shows the call
+        cheap), a config walk in the body, and (``through_calls``) a catalogued
+        call the body reaches on each run (:meth:`reach`)."""
         entry: CatalogEntry | None = self.catalog.match(names)
         if entry is not None and entry.kind == "declared-pure":
             entry = None
-        in_tree = fn is not None and not is_cached_function(fn) and fn.name not in CONSTRUCTORS
+        # the body in the tree that may decide (a cached function's or a constructor's does not)
+        body = fn if fn is not None and not is_cached_function(fn) and fn.name not in CONSTRUCTORS else None
         if entry is not None:
-            if entry.kind in BODY_DECIDES and in_tree:
-                why = self.body_cost(fn)
+            if entry.kind in BODY_DECIDES and body is not None:
+                why = self.body_cost(body)
                 if why is None:
                     return None  # the tree's own body shows it is cheap
-                pure, pure_reason = self.ca.purity(names, fn)
-                return Cost(entry.kind, why, pure, pure_reason, entry.cost, entry.pattern, True)
-            if in_tree and entry.cost != "low" and self.visibly_cheap(fn):
-                return None  # every implementation in the tree is cheap (e.g. it became @cache'd)
-            pure = entry.pure
-            reason = "declared pure in the catalog" if pure else f"{entry.kind}: {entry.why or entry.pattern}"
-            return Cost(entry.kind, entry.why, pure, reason, entry.cost, entry.pattern)
-        if not in_tree:
+                pure = self.purity(names, body)
+                return Cost(entry.kind, why, pure.pure, pure.reason, entry.cost, entry.pattern, True, Decided.BODY)
+            if body is not None and entry.cost != "low" and body.class_qualname and self.visibly_cheap(body):
+                return None  # every implementation of the method in the tree is cheap (e.g. it became @cache'd)
+            pure_ok = entry.pure
+            reason = "declared pure in the catalog" if pure_ok else f"{entry.kind}: {entry.why or entry.pattern}"
+            return Cost(entry.kind, entry.why, pure_ok, reason, entry.cost, entry.pattern)
+        if body is None:
             return None
-        why = self.walks_config(fn)
-        if why is None:
+        why = self.walks_config(body)
+        if why is not None:
+            pure = self.purity(names, body)
+            return Cost("config-derivation", why, pure.pure, pure.reason, "high", None, True, Decided.CONFIG_WALK)
+        if not through_calls:
             return None
-        pure, pure_reason = self.ca.purity(names, fn)
-        return Cost("config-derivation", why, pure, pure_reason, "high", None, True)
-
-    def property_cost(self, fn: FunctionInfo) -> Cost | None:
-        """The cost of reading property ``fn``: its getter runs on every read.
-
-        A catalog entry or a config walk decides as for a call (``call_cost``);
-        otherwise the getter is expensive when its body reaches a catalogued
-        call, directly or through functions of the tree, outside a fill-once
-        guard (a getter over a lazily filled slot computes once) and outside
-        ``except`` handlers. The entry reached gives the kind and the cost
-        level (a getter that looks up a process group is ``low``).
-        """
-        if is_cached_function(fn) or _stub(fn):
-            return None
-        cost = self.call_cost([fn.qualname], fn)
-        if cost is not None:
-            return cost
-        reach = self._reach(fn, 0)
+        reach = self.reach(body)
         if reach is None:
             return None
-        entry, why = reach
-        pure, pure_reason = self.ca.purity([fn.qualname], fn)
-        return Cost(entry.kind, why, pure, pure_reason, entry.cost, entry.pattern, True)
+        pure = self.purity(names, body)
+        e = reach.entry
+        return Cost(e.kind, reach.why(), pure.pure, pure.reason, e.cost, e.pattern, True, Decided.REACH)
 
-    def _reach(self, fn: FunctionInfo, depth: int) -> tuple[CatalogEntry, str] | None:
-        """The first catalogued call ``fn``'s body makes on each run, and how."""
-        key = ("reach", fn.qualname)
-        memo = self._walk_memo
+    def call_cost(self, names: list[str], fn: FunctionInfo | None) -> Cost | None:
+        """The cost of the call itself: a catalog entry or a config walk, not a
+        catalogued call the body reaches (CL002 reports that one where it is made)."""
+        return self.cost(names, fn, through_calls=False)
+
+    def property_cost(self, fn: FunctionInfo) -> Cost | None:
+        """The cost of reading property ``fn``: its getter runs on every read."""
+        if is_cached_function(fn) or _stub(fn):
+            return None
+        return self.cost([fn.qualname], fn)
+
+    def reach(self, fn: FunctionInfo, depth: int = 0) -> Reach | None:
+        """The first catalogued call ``fn``'s body makes on each run, and how.
+
+        Not counted: calls in ``except`` handlers or under a fill-once guard,
+        calls of cached functions or of ``fn`` itself, a ``config-derivation``
+        entry whose body in the tree is a plain read. Functions of the tree are
+        followed (not constructors) down to :data:`MAX_DEPTH`."""
+        key = ("reach", fn.qualname, depth)
+        memo = self._memo
         if key in memo:
-            return memo[key]  # type: ignore[return-value]
-        memo[key] = None  # recursion guard
+            return memo[key]
         p = self.program
         result = None
         for c in fn.calls:
@@ -158,18 +274,99 @@ class CostModel:
                 if entry.kind in BODY_DECIDES and target is not None and self.body_cost(target) is None:
                     continue  # a catalogued derivation whose body in the tree is a plain read
                 shown = names[0] if names else dotted(c.func) or "..."
-                result = (
-                    entry,
-                    f"`{fn.qualname}` calls `{shown}`" + (f": {entry.why}" if entry.why else f" ({entry.kind})"),
-                )
+                result = Reach(entry, ((fn.qualname, shown),))
                 break
-            if target is not None and depth < 3 and target.name not in CONSTRUCTORS:
-                inner = self._reach(target, depth + 1)
+            if target is not None and depth < MAX_DEPTH and target.name not in CONSTRUCTORS:
+                inner = self.reach(target, depth + 1)
                 if inner is not None:
-                    result = (inner[0], f"`{fn.qualname}` calls {inner[1]}")
+                    result = Reach(inner.entry, ((fn.qualname, target.qualname),) + inner.steps)
                     break
-        memo[key] = result  # type: ignore[assignment]
+        memo[key] = result
         return result
+
+    def expensive(self, names: list[str], fn: FunctionInfo | None) -> str | None:
+        """Why calling ``fn`` is expensive on each run (:meth:`cost`), or None."""
+        cost = self.cost(names, fn)
+        return None if cost is None else cost.reason
+
+    # ----- purity -------------------------------------------------------------------------
+    def purity(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> Purity:
+        """Whether calling ``fn`` (known by ``names``) is pure and deterministic.
+
+        The catalog decides first (an entry's ``pure``; a ``declared-pure``
+        pattern); then the body in the tree: pure when it rebinds no global,
+        assigns no attribute or item, and only calls pure builtins and pure
+        functions, followed down to :data:`MAX_DEPTH` (recursion proves
+        nothing). A call cachelint cannot resolve is not pure."""
+        entry = self.catalog.match(names)
+        if entry is not None and entry.kind != "declared-pure":
+            if entry.pure:
+                return Purity(True, "declared pure in the catalog")
+            shown = names[0] if names else entry.pattern
+            return Purity(
+                False,
+                f"`{shown}` is not pure ({entry.kind}: {entry.why or 'catalog'})",
+                StateRead(StateKind.CATALOGUED, shown, entry.kind),
+            )
+        if self.catalog.pure(names):
+            return Purity(True, "declared pure in configuration")
+        if fn is None:
+            shown = names[0] if names else "?"
+            return Purity(
+                False,
+                f"`{shown}` is not known to be pure and deterministic",
+                StateRead(StateKind.UNRESOLVED, shown),
+            )
+        key = ("pure", fn.qualname, depth)
+        memo = self._memo
+        if key in memo:
+            return memo[key]
+        result = self._infer_purity(fn, depth)
+        memo[key] = result
+        return result
+
+    def state_reads(self, fn: FunctionInfo) -> tuple[StateRead, ...]:
+        """The mutable state ``fn``'s own body depends on, in order: the module
+        globals it rebinds, then each call the catalog names and does not mark
+        pure (its name as spelled at the call, the entry's kind). Memoized."""
+        key = ("state", fn.qualname)
+        memo = self._memo
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        out = [StateRead(StateKind.GLOBAL, g) for g in fn.global_names]
+        p = self.program
+        for c in fn.calls:
+            e = self.catalog.match(p.callee_names(p.call_callee(fn, c), dotted(c.func)))
+            if e is not None and not e.pure:
+                out.append(StateRead(StateKind.CATALOGUED, dotted(c.func) or "...", e.kind))
+        result = memo[key] = tuple(out)
+        return result
+
+    def _infer_purity(self, fn: FunctionInfo, depth: int) -> Purity:
+        not_pure = f"`{fn.qualname}` is not known to be pure and deterministic"
+        if depth > MAX_DEPTH:
+            return Purity(False, not_pure, StateRead(StateKind.LIMIT, fn.qualname), (fn.qualname,))
+        if fn.global_names:
+            return Purity(False, not_pure, StateRead(StateKind.GLOBAL, fn.global_names[0]), (fn.qualname,))
+        for a in fn.assigns:
+            t = a.target
+            if t[0] in ("attr", "sub"):
+                shown = dotted(t) if t[0] == "attr" else f"{dotted(t[1]) or '...'}[...]"
+                return Purity(False, not_pure, StateRead(StateKind.WRITE, shown or "..."), (fn.qualname,))
+        p = self.program
+        for c in fn.calls:
+            callee = p.call_callee(fn, c)
+            if callee is not None and len(callee) == 1 and callee[0][0] == "g":
+                qn = callee[0][1]
+                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
+                    continue
+            names = p.callee_names(callee, dotted(c.func))
+            target = p.callee_function(callee) if callee is not None else None
+            inner = self.purity(names, target, depth + 1)
+            if not inner.pure:
+                return Purity(False, not_pure, inner.state, (fn.qualname,) + inner.via)
+        return Purity(True, f"`{fn.qualname}` only reads its inputs and calls pure functions")
 
     def implementations(self, fn: FunctionInfo) -> list[FunctionInfo]:
         """``fn`` and every override of it in subclasses of its class."""
@@ -208,7 +405,7 @@ class CostModel:
     def _body_cheap(self, fn: FunctionInfo, depth: int) -> bool:
         if is_cached_function(fn):
             return True
-        if depth > 3:
+        if depth > MAX_DEPTH:
             return False
         p = self.program
         ctx = p.context(fn)
@@ -275,10 +472,11 @@ class CostModel:
         return p.lookup_method(t, meth) if t in p.classes else None
 
     def body_cost(self, fn: FunctionInfo) -> str | None:
-        """Why ``fn``'s body is expensive (reaches a catalogued call or walks a config)."""
-        why = self.ca.expensive([], fn)
-        if why is not None:
-            return why
+        """Why ``fn``'s body is expensive on each run (reaches a catalogued call
+        or walks a config), or None."""
+        reach = self.reach(fn)
+        if reach is not None:
+            return reach.why()
         return self.walks_config(fn)
 
     def walks_config(self, fn: FunctionInfo, depth: int = 0) -> str | None:
@@ -297,7 +495,7 @@ class CostModel:
                 if "config" in target.lower():
                     probes.append(target)
                     continue
-            if depth < 3:
+            if depth < MAX_DEPTH:
                 callee = p.call_callee(fn, c)
                 g = p.callee_function(callee) if callee is not None else None
                 if g is not None and g is not fn and not is_cached_function(g) and g.name not in CONSTRUCTORS:

@@ -42,7 +42,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..facts.catalog import PURE_BUILTINS
-from ..facts.cost import Cost
+from ..facts.cost import Cost, StateKind
 from ..files import read_source, split_lines
 from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
@@ -288,8 +288,7 @@ class HoistPlanner:
                 qn = callee[0][1]
                 if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
                     return None
-            pure, _ = self.a.cache_analysis.purity(names, fn)
-            if not pure:
+            if not self.a.cost.purity(names, fn).pure:
                 return f"`{dotted(e[1]) or '...'}(...)` may return a different value each time"
             return None
         if k in ("tuple", "and", "or"):
@@ -891,7 +890,8 @@ class HoistPlanner:
             reasons.append("the return value has no annotation; a cached mutable value would be shared by all callers")
         elif not _annotation_ok(f.returns_annotation, _IMMUTABLE):
             reasons.append("the return value may be mutable, and would be shared by all callers")
-        pure, why = self.a.cache_analysis.purity([f.qualname], f)
+        purity = self.a.cost.purity([f.qualname], f)
+        pure, why = purity.pure, purity.reason
         if not pure:
             reasons.append(why)
         target = f.qualname[len(f.module) + 1 :]
@@ -909,19 +909,16 @@ class HoistPlanner:
 
     def _mutable_context(self, s: Site) -> str | None:
         """What mutable state the function's value follows, if the body shows it."""
-        p = self.p
         f = s.function
         if not s.cost.pure and s.cost.kind in _CONTEXT_KINDS:
             return _CONTEXT_KINDS[s.cost.kind] + f" (`{dotted(s.call.func) or '...'}`)"
-        if f.global_names:
-            return "module globals it rebinds (`global " + ", ".join(f.global_names) + "`)"
-        ctx = p.context(f)
-        for c in f.calls:
-            callee = p.canon(c.func, ctx)
-            names = p.callee_names(callee, dotted(c.func))
-            e = self.a.catalog.match(names)
-            if e is not None and not e.pure and e.kind in _CONTEXT_KINDS:
-                return _CONTEXT_KINDS[e.kind] + f" (`{dotted(c.func) or '...'}`)"
+        reads = self.a.cost.state_reads(f)
+        rebound = [r.name for r in reads if r.kind is StateKind.GLOBAL]
+        if rebound:
+            return "module globals it rebinds (`global " + ", ".join(rebound) + "`)"
+        for r in reads:
+            if r.kind is StateKind.CATALOGUED and r.what in _CONTEXT_KINDS:
+                return _CONTEXT_KINDS[r.what] + f" (`{r.name}`)"
         return None
 
     def _is_generator(self, f: FunctionInfo) -> bool:

@@ -116,13 +116,6 @@ def _unpack_calls(f: FunctionInfo) -> list:
 FunctionInfo.calls = _LazyCalls()  # type: ignore[assignment]  # after @dataclass: it keeps the field
 
 
-def scanned_calls(f: FunctionInfo) -> list:
-    """``f.calls`` (the same list; kept for the scans and the indexer that
-    call it by this name)."""
-    calls = f.__dict__["calls"]
-    return calls if type(calls) is list else _unpack_calls(f)
-
-
 @dataclass
 class ClassInfo:
     qualname: str

@@ -4,7 +4,7 @@ use one. Each file lists the positions of its calls by key."""
 
 from __future__ import annotations
 
-from .records import CallSite, FileIndex, scanned_calls
+from .records import CallSite, FileIndex
 
 
 def fills_site(c: CallSite) -> bool:
@@ -50,7 +50,7 @@ def scan_keys(fi: FileIndex) -> tuple:
         if f.under_type_checking:
             continue
         local = None
-        for i, c in enumerate(scanned_calls(f)):
+        for i, c in enumerate(f.calls):
             if fills_site(c):
                 fills += (n, i)
             func = c.func
@@ -85,4 +85,4 @@ def scan_hits(functions: dict, indexes: list, pick):
         for k in range(0, len(flat), 2):
             f = fns[flat[k]]
             if functions.get(f.qualname) is f:
-                yield f, scanned_calls(f)[flat[k + 1]]
+                yield f, f.calls[flat[k + 1]]

@@ -47,7 +47,7 @@ from .expr import (
     _Tuple,
     conv,
 )
-from .records import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param, scanned_calls
+from .records import Assign, CallSite, ClassInfo, FileIndex, FunctionInfo, Param
 from .scans import scan_keys
 from .suppressions import parse_suppressions
 
@@ -660,7 +660,7 @@ def index_source(source: str, path: str, module: str, is_package: bool, watch: f
         fi.error = ("RecursionError: expression nesting too deep to analyse", 1, 0)
         return fi
     for f in fi.functions:
-        scanned_calls(f).sort(key=lambda c: (c.line, c.column))  # building, not reading
+        f.calls.sort(key=lambda c: (c.line, c.column))  # building, not reading
     fi.module_calls.sort(key=lambda c: (c.line, c.column))
     fi.scans = scan_keys(fi)
     return fi

@@ -1,4 +1,21 @@
-"""What a rule is: code, name, documentation, examples, and a check.
+"""What a rule is: code, name, documentation, examples, the facts it reads, and a check.
+
+A rule is one module defining one :class:`Rule` subclass, listed in
+``rules/__init__.py``. It declares, as class attributes, its ``code``,
+``name``, ``summary``, ``default_severity`` and ``fix_availability``, its
+documentation (the docstring) and examples, and ``reads``: the attributes of
+:class:`~cachelint.facts.analysis.Analysis` its check (and what the check
+hands the analysis to) may read. ``check(analysis)`` returns findings, each
+with an optional fix. A rule does not assign to the analysis or to the
+objects it holds, and does not import another rule's module; what two rules
+share lives in a facts module or in ``rules/_shared.py``.
+``tests/test_rule_api.py`` runs every example against an analysis that
+records what is read and written, and fails on an undeclared read or any
+write.
+
+A rule whose fixes rely on a cached value keeping its invariant returns, from
+:meth:`Rule.lock_invariants`, what ``--fix`` records in ``cachelint.lock``
+for the findings it fixed.
 
 A rule's docstring is its documentation, in ruff's sections (What it does /
 Why is this bad? / Example / Fix safety / Fix availability); ``cachelint
@@ -20,6 +37,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from ..facts.analysis import Analysis
+    from ..lock.lockfile import Invariant
     from ..model import Finding
 
 
@@ -55,9 +73,16 @@ class Rule:
     default_severity: ClassVar[str] = "warning"
     VALID: ClassVar[list] = []
     INVALID: ClassVar[list] = []
+    # the Analysis attributes the check reads (facts, methods, configuration)
+    reads: ClassVar[tuple[str, ...]] = ()
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def lock_invariants(self, analysis: Analysis, fixed: list[Finding]) -> list[Invariant]:
+        """The invariants this rule's applied fixes (``fixed``, all of this
+        rule's code) rely on, for ``cachelint.lock``; none by default."""
+        return []
 
     @classmethod
     def documentation(cls, level: int = 1) -> str:

@@ -34,6 +34,7 @@ class ParseError(Rule):
     summary = "File cannot be parsed"
     fix_availability = "never"
     default_severity = "error"
+    reads = ("program",)
 
     VALID = [Example("def step(self):\n    return 1\n")]
     INVALID = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..facts.invariants import from_uses
 from ..index.expr import render
 from ..model import Applicability, Edit, Finding, Fix, Span
 from .base import Example, Rule
@@ -43,8 +44,12 @@ class CachedValueRecomputed(Rule):
     callee on the same argument objects (after following aliases such as
     ``self.model_config = vllm_config.model_config`` and
     ``self.registry = REGISTRY``) recomputes it. Only callees
-    that are expensive are considered: an entry of the expensive-call catalog,
-    or a function of the analysed tree whose body reaches one.
+    that are expensive on each call are considered, decided as for CL002: an
+    entry of the expensive-call catalog (unless the callee's body in the tree
+    shows it cheap, e.g. a ``config-derivation`` helper that became a plain
+    attribute read), or a function of the analysed tree whose body walks a
+    config or reaches a catalogued call outside ``except`` handlers and
+    fill-once guards.
 
     ## Why is this bad?
     vLLM's cross-attention builder asked the multimodal registry for the
@@ -229,10 +234,18 @@ def max_encoder_len(config: EngineConfig) -> int:
         ),
     ]
 
+    reads = ("cache_analysis", "hot", "removable_names")
+
     def check(self, analysis):
         ca = analysis.cache_analysis
         for use in ca.uses():
             yield self._finding(analysis, use)
+
+    def lock_invariants(self, analysis, fixed):
+        """The invariant each rewritten read relies on: its fill, guard and callee."""
+        spans = {(f.path, f.span.line, f.span.column) for f in fixed}
+        uses = [u for u in analysis.cache_analysis.uses() if (u.function.path, u.call.line, u.call.column) in spans]
+        return from_uses(analysis.program, uses)
 
     def _finding(self, analysis, use) -> Finding:
         site, g, c = use.site, use.function, use.call

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ..facts.cost import CostModel
-from ..facts.properties import expensive_properties, hot_property_reads, resolve_read
+from ..facts.properties import hot_property_reads
+from ..facts.property_sites import property_read_sites, reported_properties
 from ..fixes.hoisting import HoistPlanner, Site
-from ..index.expr import dotted, render
-from ..model import Finding, Span
+from ..fixes.hotcalls import hot_call_finding
+from ..index.expr import dotted
 from ..semantic.idioms import fills_once
 from .base import Example, Rule
 
@@ -113,6 +114,7 @@ class ExpensiveCallOnHotPath(Rule):
     name = "expensive-call-on-hot-path"
     summary = "Expensive call on a hot path"
     fix_availability = "sometimes"
+    reads = ("hot", "program", "config", "cost", "cached_call_spans")
 
     VALID = [
         # the same call outside any hot path (code reached only from __init__)
@@ -715,8 +717,8 @@ class Runner:
     def check(self, analysis):
         hot = analysis.hot
         p = analysis.program
-        covered = analysis.cl001_spans()
-        costs = CostModel(p, analysis.catalog, analysis.cache_analysis)
+        covered = analysis.cached_call_spans()
+        costs = analysis.cost
         low_ok = analysis.config.min_cost == "low"
         sites: list[Site] = []
         for qn in sorted(hot.chains):
@@ -727,71 +729,15 @@ class Runner:
         planner.plan(sites)
         compiled = planner.compiled() if sites else {}
         for s in sites:
-            yield self._finding(s, hot, compiled.get(s.function.qualname))
+            yield hot_call_finding(self.code, s, hot, compiled.get(s.function.qualname))
 
     def _property_sites(self, analysis, costs: CostModel, covered: set, low_ok: bool) -> list[Site]:
         """Reads of expensive uncached properties in hot functions: a call of the getter each."""
         p = analysis.program
-        wanted = {
-            name: [(fn, cost) for fn, cost in getters if low_ok or cost.cost != "low"]
-            for name, getters in expensive_properties(p, costs).items()
-        }
-        wanted = {n: g for n, g in wanted.items() if g}
-        out = []
+        wanted = reported_properties(p, costs, low_ok)
         reads = hot_property_reads(p, analysis.hot, wanted)
-        for f, c in reads:
-            if not _runs_each_time(f, c, covered):
-                continue
-            r = resolve_read(p, f, c, wanted)
-            if r is None:
-                continue
-            callee, _getter, cost = r
-            out.append(Site(f, c, cost, callee, (callee, ())))
-        return out
-
-    def _finding(self, s: Site, hot, compiled_from: str | None = None) -> Finding:
-        f, c, cost = s.function, s.call, s.cost
-        chain = hot.chain(f.qualname)
-        kind = hot.kind(f.qualname, "hot")
-        shown = render(c.func)
-        via = " -> ".join(x.rsplit(".", 2)[-2] + "." + x.rsplit(".", 1)[-1] if x.count(".") >= 1 else x for x in chain)
-        why = f" ({cost.why})" if cost.why else ""
-        if c.is_read:
-            getter = s.callee[-1] if s.callee else shown
-            message = f"`{shown}` reads the uncached property `{getter}`, {cost.kind} work on a {kind} path{why}, and {s.repeated}"
-        else:
-            message = f"`{shown}(...)` is {cost.kind} work on a {kind} path{why}, and {s.repeated}"
-        if compiled_from is not None:
-            message += (
-                f" (inside code compiled by torch.compile from `{compiled_from}`: it runs on each call in eager"
-                " mode, and is traced into the graph and its guards otherwise)"
-            )
-        message += f"; reached via {via}"
-        if s.fix is None and s.notes:
-            message += "; no fix: " + "; ".join(s.notes)
-        elif s.fix is not None and s.notes and s.fix.edits[-1].kind.value != "add_decorator":
-            message += "; " + "; ".join(s.notes)
-        return Finding(
-            code=self.code,
-            path=f.path,
-            span=Span(c.line, c.column, c.end_line, c.end_column),
-            message=message,
-            function=f.qualname,
-            hot_path=chain,
-            fix=s.fix,
-            notes=tuple(s.notes),
-            data={
-                "catalog": cost.pattern,
-                "kind": cost.kind,
-                "hot_kind": kind,
-                "inferred": cost.inferred,
-                "pure": cost.pure,
-                "fix_kind": _fix_kind(s.fix),
-                "repeated": s.repeated,
-                "compiled_from": compiled_from,
-                "property_read": c.is_read,
-            },
-        )
+        reads = [(f, c) for f, c in reads if _runs_each_time(f, c, covered)]
+        return [Site(f, c, cost, callee, (callee, ())) for f, c, callee, cost in property_read_sites(p, reads, wanted)]
 
 
 def call_sites(p, costs: CostModel, f, covered: set, low_ok: bool) -> list[Site]:
@@ -824,16 +770,3 @@ def _runs_each_time(f, c, covered: set) -> bool:
     not in an ``except`` handler (the error path, not the hot one), and not
     under a fill-once guard (``if self._x is None: self._x = call()`` runs once)."""
     return (f.path, c.line, c.column) not in covered and not c.in_handler and not fills_once(f, c)
-
-
-def _fix_kind(fix) -> str | None:
-    if fix is None:
-        return None
-    kinds = {e.kind.value for e in fix.edits}
-    if "append_to_function" in kinds:
-        return "hoist-init" if not any(e.target == "<module>" for e in fix.edits) else "module-constant"
-    if "insert_before" in kinds:
-        return "hoist-local"
-    if "add_decorator" in kinds:
-        return "memoize"
-    return "replace"

@@ -6,68 +6,8 @@ import os
 
 from ..facts.invariants import at_place, place_of
 from ..model import Finding, Span
+from ._shared import LOCK_CATALOG, LOCK_CONFIG, LOCK_FILL, LOCK_RUNNER, LOCK_TEXT
 from .base import Example, Rule
-
-_CONFIG = """
-class Registry:
-    def max_len(self, model_config):
-        ...
-
-REGISTRY = Registry()
-
-
-class ModelConfig:
-    is_encoder_decoder: bool
-
-
-class SchedulerConfig:
-    max_encoder_len: int = 0
-"""
-
-_FILL = """
-class EngineConfig:
-    model_config: ModelConfig
-    scheduler_config: SchedulerConfig
-
-    def __post_init__(self):
-        if self.model_config.is_encoder_decoder:
-            self.scheduler_config.max_encoder_len = REGISTRY.max_len(self.model_config)
-"""
-
-_RUNNER = """
-from config import EngineConfig
-
-
-class Runner:
-    def __init__(self, config: EngineConfig):
-        self.config = config
-
-    def step(self):
-        if self.config.model_config.is_encoder_decoder:
-            return self.config.scheduler_config.max_encoder_len
-        return 0
-"""
-
-_LOCK = """
-version = 1
-
-[[invariant]]
-attribute = "SchedulerConfig.max_encoder_len"
-holder = "config.SchedulerConfig"
-anchor = "config.EngineConfig"
-target = "self.scheduler_config.max_encoder_len"
-callee = "config.Registry.max_len"
-arguments = ["self.model_config"]
-guard = ["self.model_config.is_encoder_decoder"]
-fill = { module = "config", function = "EngineConfig.__post_init__", at_construction = true }
-readers = [
-    { module = "runner", function = "Runner.step" },
-]
-known_reads = []
-known_writers = []
-"""
-
-_CATALOG = ({"pattern": "*.Registry.max_len", "pure": True, "kind": "registry", "why": "builds a processor"},)
 
 
 class BrokenCacheInvariant(Rule):
@@ -123,17 +63,18 @@ class BrokenCacheInvariant(Rule):
     summary = "A cached attribute that rewritten code relies on is no longer filled as the lock records"
     fix_availability = "never"
     default_severity = "error"
+    reads = ("program", "hot", "invariant_states", "lock_path")
 
     VALID = [
         # the fill is intact
         Example(
-            files={"config.py": _CONFIG + _FILL, "runner.py": _RUNNER, "cachelint.lock": _LOCK},
-            expensive_calls=_CATALOG,
+            files={"config.py": LOCK_CONFIG + LOCK_FILL, "runner.py": LOCK_RUNNER, "cachelint.lock": LOCK_TEXT},
+            expensive_calls=LOCK_CATALOG,
         ),
         # the fill moved to another function, same call and guard: still holds
         Example(
             files={
-                "config.py": _CONFIG
+                "config.py": LOCK_CONFIG
                 + """
 class EngineConfig:
     model_config: ModelConfig
@@ -147,10 +88,10 @@ def fill_limits(config: EngineConfig):
     if config.model_config.is_encoder_decoder:
         config.scheduler_config.max_encoder_len = REGISTRY.max_len(config.model_config)
 """,
-                "runner.py": _RUNNER,
-                "cachelint.lock": _LOCK,
+                "runner.py": LOCK_RUNNER,
+                "cachelint.lock": LOCK_TEXT,
             },
-            expensive_calls=_CATALOG,
+            expensive_calls=LOCK_CATALOG,
         ),
     ]
 
@@ -158,7 +99,7 @@ def fill_limits(config: EngineConfig):
         # the fill was deleted: reported at its last known place and at the reader
         Example(
             files={
-                "config.py": _CONFIG
+                "config.py": LOCK_CONFIG
                 + """
 class EngineConfig:
     model_config: ModelConfig
@@ -167,28 +108,44 @@ class EngineConfig:
     def __post_init__(self):
         pass
 """,
-                "runner.py": _RUNNER,
-                "cachelint.lock": _LOCK,
+                "runner.py": LOCK_RUNNER,
+                "cachelint.lock": LOCK_TEXT,
             },
             expect=(("config.py", 19), ("runner.py", 10)),
             message_contains=("is gone",),
-            expensive_calls=_CATALOG,
+            expensive_calls=LOCK_CATALOG,
+        ),
+        # the fill's function itself is gone: reported at the invariant in the lock
+        Example(
+            files={
+                "config.py": LOCK_CONFIG
+                + """
+class EngineConfig:
+    model_config: ModelConfig
+    scheduler_config: SchedulerConfig
+""",
+                "runner.py": LOCK_RUNNER,
+                "cachelint.lock": LOCK_TEXT,
+            },
+            expect=(("cachelint.lock", 3), ("runner.py", 10)),
+            message_contains=("is gone",),
+            expensive_calls=LOCK_CATALOG,
         ),
         # a second writer appeared
         Example(
             files={
-                "config.py": _CONFIG + _FILL,
-                "runner.py": _RUNNER
+                "config.py": LOCK_CONFIG + LOCK_FILL,
+                "runner.py": LOCK_RUNNER
                 + """
 
 def shrink(config: EngineConfig):
     config.scheduler_config.max_encoder_len = 16
 """,
-                "cachelint.lock": _LOCK,
+                "cachelint.lock": LOCK_TEXT,
             },
             expect=(("runner.py", 15), ("runner.py", 10)),
             message_contains=("also assigns",),
-            expensive_calls=_CATALOG,
+            expensive_calls=LOCK_CATALOG,
         ),
     ]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..model import Finding, Span
+from ._shared import LOCK_CATALOG, LOCK_CONFIG, LOCK_FILL, LOCK_RUNNER, LOCK_TEXT
 from .base import Example, Rule
-from .cl003_broken_cache_invariant import _CATALOG, _CONFIG, _FILL, _LOCK, _RUNNER
 
 
 class UnsafeReader(Rule):
@@ -56,13 +56,14 @@ class UnsafeReader(Rule):
     summary = "New read of a locked cached attribute where the fill's guard is not known to hold"
     fix_availability = "never"
     default_severity = "warning"
+    reads = ("hot", "invariant_states")
 
     VALID = [
         # the new reader checks the fill's guard
         Example(
             files={
-                "config.py": _CONFIG + _FILL,
-                "runner.py": _RUNNER
+                "config.py": LOCK_CONFIG + LOCK_FILL,
+                "runner.py": LOCK_RUNNER
                 + """
 
 def encoder_budget(config: EngineConfig):
@@ -70,25 +71,25 @@ def encoder_budget(config: EngineConfig):
         return 0
     return config.scheduler_config.max_encoder_len
 """,
-                "cachelint.lock": _LOCK,
+                "cachelint.lock": LOCK_TEXT,
             },
-            expensive_calls=_CATALOG,
+            expensive_calls=LOCK_CATALOG,
         ),
         # reads the lock already knows are not reported again
         Example(
             files={
-                "config.py": _CONFIG + _FILL,
-                "runner.py": _RUNNER
+                "config.py": LOCK_CONFIG + LOCK_FILL,
+                "runner.py": LOCK_RUNNER
                 + """
 
 def encoder_budget(config: EngineConfig):
     return config.scheduler_config.max_encoder_len
 """,
-                "cachelint.lock": _LOCK.replace(
+                "cachelint.lock": LOCK_TEXT.replace(
                     "known_reads = []", 'known_reads = [\n    { module = "runner", function = "encoder_budget" },\n]'
                 ),
             },
-            expensive_calls=_CATALOG,
+            expensive_calls=LOCK_CATALOG,
         ),
     ]
 
@@ -96,18 +97,18 @@ def encoder_budget(config: EngineConfig):
         # a new reader without the guard
         Example(
             files={
-                "config.py": _CONFIG + _FILL,
-                "runner.py": _RUNNER
+                "config.py": LOCK_CONFIG + LOCK_FILL,
+                "runner.py": LOCK_RUNNER
                 + """
 
 def encoder_budget(config: EngineConfig):
     return config.scheduler_config.max_encoder_len
 """,
-                "cachelint.lock": _LOCK,
+                "cachelint.lock": LOCK_TEXT,
             },
             expect=(("runner.py", 15),),
             message_contains=("`config.model_config.is_encoder_decoder`",),
-            expensive_calls=_CATALOG,
+            expensive_calls=LOCK_CATALOG,
         ),
     ]
 

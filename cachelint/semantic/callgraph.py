@@ -23,22 +23,14 @@ from dataclasses import dataclass, field
 
 from ..config import HotRoot
 from ..globs import GlobSet
-from ..index.records import CallSite, FunctionInfo, scanned_calls
+from ..index.records import CallSite, FunctionInfo
 from .idioms import fills_once, is_cached_function
 from .program import Program
 
 
 @dataclass
 class HotPaths:
-    """The hot functions, each with its chain from a root and its kind.
-
-    Besides answering, it notes what it was asked (the cache keeps it, see
-    :func:`cachelint.incremental.cache.verify_edited`): functions asked about that are
-    not hot (``absent``), and callee lists of callers read (``callers_read``,
-    how many entries). A later run whose hot set grows by functions nobody
-    asked about, and whose read callers lists are the same, gets the same
-    answers to every question asked.
-    """
+    """The hot functions, each with its chain from a root and its kind."""
 
     chains: dict = field(default_factory=dict)  # qualname -> (root, ..., qualname)
     kinds: dict = field(default_factory=dict)  # qualname -> kind of its root
@@ -49,14 +41,9 @@ class HotPaths:
     # callee qualname -> [(caller qualname, call index)], in the walk's order
     caller_calls: dict = field(default_factory=dict)
     program: Program | None = None
-    absent: set = field(default_factory=set)
-    callers_read: dict = field(default_factory=dict)
 
     def chain(self, qualname: str) -> tuple[str, ...] | None:
-        chain = self.chains.get(qualname)
-        if chain is None:
-            self.absent.add(qualname)
-        return chain
+        return self.chains.get(qualname)
 
     def is_hot(self, qualname: str) -> bool:
         return self.chain(qualname) is not None
@@ -68,12 +55,11 @@ class HotPaths:
 
     def callers(self, qualname: str, limit: int) -> list[tuple[FunctionInfo, CallSite]]:
         """The first ``limit`` resolved hot calls of ``qualname``, as (caller, call)."""
-        self.callers_read[qualname] = max(limit, self.callers_read.get(qualname, 0))
         functions = self.program.functions
         out = []
         for caller, i in self.caller_calls.get(qualname, ())[:limit]:
             f = functions[caller]
-            out.append((f, scanned_calls(f)[i]))  # edges_of noted the read
+            out.append((f, f.calls[i]))
         return out
 
 
