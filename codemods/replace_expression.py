@@ -50,7 +50,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import libcst as cst
 from libcst.codemod import (
@@ -441,7 +441,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
 
     CONTEXT_KEY = "cachelint.codemods.RemoveImportsIfUnused"
     # GatherUnusedImportsVisitor's other dependencies are resolved on demand
-    METADATA_DEPENDENCIES: tuple[ProviderT, ...] = (ScopeProvider,)
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (ScopeProvider,)
 
     @staticmethod
     def schedule(context: CodemodContext, node: cst.CSTNode, name: str) -> None:
@@ -478,7 +478,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
             scope = scopes.get(where)
             if scope is None:
                 continue
-            for assignment in scope[name]:
+            for assignment in scope[name]:  # type: ignore[index]  # libcst types the metadata values `object`
                 stmt = getattr(assignment, "node", None)
                 if not isinstance(assignment, ImportAssignment) or not isinstance(stmt, (cst.Import, cst.ImportFrom)):
                     continue
@@ -726,7 +726,7 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
     DESCRIPTION: str = (
         "Apply cachelint fixes: replace expressions at the reported spans and drop imports that become unused."
     )
-    METADATA_DEPENDENCIES: tuple[ProviderT, ...] = (PositionProvider,)
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (PositionProvider,)
     # the edit kinds this command applies (subclasses add statement insertions)
     EDIT_KINDS: tuple[EditKind, ...] = (EditKind.REPLACE,)
 
@@ -871,11 +871,12 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
         repl = target.replacement
         parent = self._stack[-1] if self._stack else None
         lpar, rpar = list(repl.lpar), list(repl.rpar)
-        if not original_node.lpar and _needs_parens(repl, parent, original_node):
+        # a target's node is an expression, which has parentheses
+        if not original_node.lpar and _needs_parens(repl, parent, original_node):  # type: ignore[attr-defined]
             lpar, rpar = [cst.LeftParen()], [cst.RightParen()]
         new_node = repl.with_changes(
-            lpar=[*original_node.lpar, *lpar],
-            rpar=[*rpar, *original_node.rpar],
+            lpar=[*original_node.lpar, *lpar],  # type: ignore[attr-defined]
+            rpar=[*rpar, *original_node.rpar],  # type: ignore[attr-defined]
         )
         for name in dict.fromkeys(target.edit.remove_names):
             # resolved (and kept if still used) after the transform
