@@ -4,8 +4,8 @@
 
 LOG is everything .ci/run printed, STATUS its command's exit status, SECONDS
 how long it took. Each session's line gives its result and its pytest summary;
-the last line adds up the pytest counts of every session, in pytest's format,
-with one ``error`` more for each session that failed without a pytest summary
+the last line adds up the pytest counts of every session (but ``deselected``),
+in pytest's format, with one ``error`` more for each session that failed without a pytest summary
 (lint, an install) and for a failure outside any session. Exits 1 if anything
 failed (STATUS non-zero included), else 0.
 """
@@ -20,7 +20,8 @@ NOX = re.compile(
 )
 # pytest's last line, with or without -q's missing rules: "=== 1 failed, 2 passed in 3.45s (0:00:03) ==="
 PYTEST = re.compile(r"^=*\s*(?P<counts>(?:\d+ [a-z]+(?:, )?)+|no tests ran) in (?P<secs>[\d.]+)s\b.*?=*$")
-ORDER = ("failed", "passed", "skipped", "deselected", "xfailed", "xpassed", "warnings", "error", "errors")
+# "deselected" is left out of the total: what one session deselects, another runs
+ORDER = ("failed", "passed", "skipped", "xfailed", "xpassed", "warnings", "errors")
 
 
 def parse(lines: list[str]) -> dict[str, dict]:
@@ -36,6 +37,7 @@ def parse(lines: list[str]) -> dict[str, dict]:
             s["result"] = {"was successful": "success"}.get(m["result"], m["result"])
             if m["result"] == "skipped":
                 s["note"] = m["rest"].lstrip(": ").rstrip(".")
+            current = None  # the session ended: later lines are not its own
         elif current is not None and (p := PYTEST.match(line.strip())):
             current["pytest"] = p["counts"] + f" in {p['secs']}s"
     return sessions
@@ -77,7 +79,7 @@ def main(log: str, status: int, seconds: float) -> int:
     parts = [f"{total[k]} {'error' if k == 'errors' and total[k] == 1 else k}" for k in ORDER if total.get(k)]
     h, rem = divmod(int(seconds), 3600)
     line = f" {', '.join(parts) or 'no tests ran'} in {seconds:.2f}s ({h}:{rem // 60:02d}:{rem % 60:02d}) "
-    print(line.center(80, "="))
+    print(line.center(max(80, len(line) + 10), "="))
     return 1 if failed else 0
 
 
