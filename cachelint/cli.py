@@ -281,7 +281,7 @@ def _check(args) -> int:
         cfg = _load_config(args, paths[0])
         select = _split(args.select)
         if args.extend_select:
-            select = (select or cfg.select) + _split(args.extend_select)
+            select = (select or cfg.select) + (_split(args.extend_select) or ())  # `or ()`: for the type checker
         cfg = cfg.with_overrides(select=select, ignore=_split(args.ignore), preset=args.preset)
         cache_dir = None if args.no_cache or os.environ.get("CACHELINT_NO_CACHE") else _cache_dir(args, cfg, paths)
         fix = args.fix or args.diff

@@ -57,7 +57,8 @@ def glob_regex(pattern: str) -> str:
 
 def literal_runs(pattern: str) -> list[str]:
     """The literal stretches of a glob, between its wildcards and ``[...]`` classes."""
-    runs, cur = [], []
+    runs: list[str] = []
+    cur: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]

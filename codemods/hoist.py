@@ -162,7 +162,8 @@ class HoistCommand(ReplaceExpressionsCommand):
                 if not nodes or any(n is None for n in nodes):
                     self._unmatch(e, "an anchor spans no expression")
                     continue
-                place = self._insertion_point([(*locator.ancestors[n], n) for n in nodes])
+                # no node is None here (checked above)
+                place = self._insertion_point([(*locator.ancestors[n], n) for n in nodes])  # type: ignore[index]
                 if place is None:
                     self._unmatch(e, "the anchors share no statement block")
                     continue
@@ -218,11 +219,12 @@ class HoistCommand(ReplaceExpressionsCommand):
             inserts = [x for x in inserts if x[0] is not None]
         # insert from the back so earlier indexes stay valid
         by_index: dict[int, list[cst.BaseStatement]] = {}
+        # no index is None here (filtered above)
         for index, stmt, _e in inserts:
-            group = by_index.setdefault(index, [])
+            group = by_index.setdefault(index, [])  # type: ignore[arg-type]
             if any(_same(s, stmt) for s in group):
                 continue
-            if index > 0 and _same(stmts[index - 1], stmt):
+            if index > 0 and _same(stmts[index - 1], stmt):  # type: ignore[operator]
                 continue
             group.append(stmt)
         for index in sorted(by_index, reverse=True):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import libcst as cst
 from libcst.codemod import (
@@ -98,7 +98,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
 
     CONTEXT_KEY = "cachelint.codemods.RemoveImportsIfUnused"
     # GatherUnusedImportsVisitor's other dependencies are resolved on demand
-    METADATA_DEPENDENCIES: tuple[ProviderT, ...] = (ScopeProvider,)
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (ScopeProvider,)
 
     @staticmethod
     def schedule(context: CodemodContext, node: cst.CSTNode, name: str) -> None:
@@ -135,7 +135,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
             scope = scopes.get(where)
             if scope is None:
                 continue
-            for assignment in scope[name]:
+            for assignment in scope[name]:  # type: ignore[index]  # libcst types the metadata values `object`
                 stmt = getattr(assignment, "node", None)
                 if not isinstance(assignment, ImportAssignment) or not isinstance(stmt, (cst.Import, cst.ImportFrom)):
                     continue

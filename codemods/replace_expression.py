@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import libcst as cst
 from libcst.codemod import (
@@ -120,7 +120,7 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
     DESCRIPTION: str = (
         "Apply cachelint fixes: replace expressions at the reported spans and drop imports that become unused."
     )
-    METADATA_DEPENDENCIES: tuple[ProviderT, ...] = (PositionProvider,)
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (PositionProvider,)
     # the edit kinds this command applies (subclasses add statement insertions)
     EDIT_KINDS: tuple[EditKind, ...] = (EditKind.REPLACE,)
 
@@ -265,11 +265,12 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
         repl = target.replacement
         parent = self._stack[-1] if self._stack else None
         lpar, rpar = list(repl.lpar), list(repl.rpar)
-        if not original_node.lpar and _needs_parens(repl, parent, original_node):
+        # a target's node is an expression, which has parentheses
+        if not original_node.lpar and _needs_parens(repl, parent, original_node):  # type: ignore[attr-defined]
             lpar, rpar = [cst.LeftParen()], [cst.RightParen()]
         new_node = repl.with_changes(
-            lpar=[*original_node.lpar, *lpar],
-            rpar=[*rpar, *original_node.rpar],
+            lpar=[*original_node.lpar, *lpar],  # type: ignore[attr-defined]
+            rpar=[*rpar, *original_node.rpar],  # type: ignore[attr-defined]
         )
         for name in dict.fromkeys(target.edit.remove_names):
             # resolved (and kept if still used) after the transform

@@ -261,6 +261,7 @@ def test_unreadable_file_injected_fault(project, monkeypatch):
     assert len(by["pkg/users.py"]) == 7
 
 
+@pytest.mark.slow
 def test_five_megabyte_file_is_checked_and_fixed(project):
     users = project / "pkg" / "users.py"
     head = users.read_text()

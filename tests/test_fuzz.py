@@ -84,12 +84,14 @@ def _fix_twice(program: str, *, before_use: bool) -> None:
             os.chdir(cwd)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(program=hypothesmith.from_grammar(), before_use=st.booleans())
 def test_generated_programs_from_the_grammar(program, before_use):
     _fix_twice(program, before_use=before_use)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=20)
 @given(program=hypothesmith.from_node(), before_use=st.booleans())
 def test_generated_programs_from_libcst_nodes(program, before_use):
@@ -128,6 +130,7 @@ def _fix_corpus(tree: Path, original: dict[str, str]) -> tuple[int, int]:
     return proc.returncode, len(changed)
 
 
+@pytest.mark.slow
 def test_cpython_standard_library(tmp_path):
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     tree = tmp_path / "stdlib"

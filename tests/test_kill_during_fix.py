@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from .helpers import FIXTURES, REPO
 
 N_FILES = 80
@@ -63,6 +65,7 @@ def _mtimes(pkg: Path) -> dict[str, int]:
     return out
 
 
+@pytest.mark.slow
 def test_sigkill_during_fix_leaves_every_file_old_or_new(tmp_path):
     rng = random.Random(20240611)
     reference = tmp_path / "reference"

@@ -155,6 +155,7 @@ def _pre_commit(proj: Path, hook_env, *args: str) -> subprocess.CompletedProcess
     )
 
 
+@pytest.mark.slow
 def test_check_hook_reports_only_passed_files_with_whole_program_facts(project, hook_env):
     # users.py alone holds no cache site: finding it needs config.py's fill,
     # which the hook still analyses although pre-commit did not pass it
@@ -176,6 +177,7 @@ def test_check_hook_reports_only_passed_files_with_whole_program_facts(project, 
     assert "pkg/users.py:6:16: CL001" in commit.stdout + commit.stderr
 
 
+@pytest.mark.slow
 def test_fix_hook_fixes_passed_files_and_fails_when_it_changed_them(project, hook_env):
     proc = _pre_commit(project, hook_env, "run", "cachelint-fix", "--hook-stage", "manual", "--files", "pkg/users.py")
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -189,6 +191,7 @@ def test_fix_hook_fixes_passed_files_and_fails_when_it_changed_them(project, hoo
     assert (project / "pkg" / "users.py").read_text() == fixed
 
 
+@pytest.mark.slow
 def test_exit_non_zero_on_fix_and_project_root_from_the_cli(tmp_path):
     from .helpers import FIXTURES, run_cli
 

@@ -119,10 +119,10 @@ def _apply_atomically(text: str, fs: list[Finding], path: str) -> tuple[str, lis
     """
     live = list(fs)
     while live:
-        edits = list(dict.fromkeys(e for f in live for e in f.fix.edits))
+        edits = list(dict.fromkeys(e for f in live for e in f.fix.edits))  # type: ignore[union-attr]  # all have fixes
         code, applied = apply_file_edits(text, edits, path)
         done = set(applied)
-        partial = [f for f in live if not all(e in done for e in f.fix.edits)]
+        partial = [f for f in live if not all(e in done for e in f.fix.edits)]  # type: ignore[union-attr]
         if not partial:
             return code, live
         gone = {id(f) for f in partial}

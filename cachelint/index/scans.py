@@ -4,7 +4,7 @@ use one. Each file lists the positions of its calls by key."""
 
 from __future__ import annotations
 
-from .records import CallSite, FileIndex
+from .records import CallSite, FileIndex, FunctionInfo
 
 
 def fills_site(c: CallSite) -> bool:
@@ -83,6 +83,6 @@ def scan_hits(functions: dict, indexes: list, pick):
             scans = fi.scans = scan_keys(fi)
         flat = pick(scans)
         for k in range(0, len(flat), 2):
-            f = fns[flat[k]]
+            f: FunctionInfo = fns[flat[k]]
             if functions.get(f.qualname) is f:
                 yield f, f.calls[flat[k + 1]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ..files import split_lines
 
@@ -23,6 +24,7 @@ def parse_suppressions(source: str) -> dict:
     low = source.lower()
     if "noqa" not in low and "cachelint" not in low:
         return out
+    lines: Iterable[tuple[int, str]]
     if "\r" in source or len(low) != len(source):
         # a line may end in \r alone, or lowering moved the offsets: split it all
         lines = enumerate(split_lines(source, False), 1)

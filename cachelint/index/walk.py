@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from typing import Any
 
 from ..files import decode_source, read_bytes, source_digest, split_lines
 from .expr import (
@@ -73,7 +74,7 @@ class _ColumnMap:
     def col(self, line: int, byte_col: int) -> int:
         if byte_col <= 0 or line not in self.wide:
             return byte_col
-        text = self.lines[line - 1]
+        text = self.lines[line - 1]  # type: ignore[index]  # a wide line is a line of a non-ASCII source
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
 
 
@@ -163,7 +164,9 @@ class _Indexer:
         for stmt in tree.body:
             self._module_stmt(stmt, (), False)
 
-    def _module_stmt(self, stmt: ast.stmt, guard: Guard, type_checking: bool) -> None:
+    # The walkers dispatch on ``t = type(node)``, which a type checker does not narrow
+    # ``node`` on: the node they take (an ``ast.stmt``, an ``ast.AST``) is typed ``Any``.
+    def _module_stmt(self, stmt: Any, guard: Guard, type_checking: bool) -> None:
         fi = self.fi
         t = type(stmt)
         if t in (ast.Import, ast.ImportFrom):
@@ -373,7 +376,7 @@ class _FunctionBodyIndexer:
             Assign(("name", stmt.name), ("def", qn), stmt.lineno, 0, stmt.lineno, 0, guard, False, "def")
         )
 
-    def stmt(self, stmt: ast.stmt, guard: Guard, in_loop: bool) -> None:
+    def stmt(self, stmt: Any, guard: Guard, in_loop: bool) -> None:  # an ast.stmt (see _module_stmt)
         t = type(stmt)
         if t is _ExprStmt:  # the commonest statement (a call made for its effect)
             self.expr(stmt.value, guard, in_loop, stmt.lineno)
@@ -493,7 +496,7 @@ class _FunctionBodyIndexer:
         line, col, end_line, end_col = self._pos(tgt)
         self.assigns.append(Assign(conv(tgt), value, line, col, end_line, end_col, guard, in_loop, kind))
 
-    def expr(self, node: ast.AST, guard: Guard, in_loop: bool, stmt_line: int, assigned_to: Expr | None = None):
+    def expr(self, node: Any, guard: Guard, in_loop: bool, stmt_line: int, assigned_to: Expr | None = None):
         """Record every call in ``node`` (not inside lambdas / nested defs).
         If ``node`` is a call, return ``conv(node)``, built from the parts
         its CallSite converted (else None): an assignment's or a return's
@@ -503,7 +506,8 @@ class _FunctionBodyIndexer:
         against module constants, and leaves (names, constants) are never
         pushed."""
         top = None
-        stack = [(node, guard, in_loop, assigned_to)]
+        # (node, guard, in loop, what it is assigned to: an Expr, None or _CALLEE)
+        stack: list[tuple[Any, Guard, bool, Any]] = [(node, guard, in_loop, assigned_to)]
         push, pop = stack.append, stack.pop
         leaves = _LEAVES
         while stack:

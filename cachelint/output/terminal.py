@@ -17,9 +17,13 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..progress import Progress
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as Bar
+    from rich.progress import TaskID
 
 PROGRESS_MIN_FILES = 200
 
@@ -103,8 +107,8 @@ class TerminalProgress(Progress):
     def __init__(self, stream: TextIO | None = None, min_files: int = PROGRESS_MIN_FILES) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.min_files = min_files
-        self._bar = None
-        self._task = None
+        self._bar: Bar | None = None
+        self._task: TaskID | None = None
         self._decided = False
 
     def stage(self, label: str, total: int | None = None) -> None:

@@ -306,7 +306,7 @@ class Program:
 
     def param_self_alias(self, ctx: FunctionContext, name: str) -> str | None:
         """In a constructor: the attribute that stores parameter ``name``."""
-        if not ctx.is_constructor():
+        if not ctx.is_constructor() or ctx.self_class is None:  # a constructor has a class: for the type checker
             return None
         best = None
         for a in ctx.f.assigns:
