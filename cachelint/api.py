@@ -254,6 +254,7 @@ def rebuild_lock(paths: list[str], config: Config | None = None, *, write: bool 
 
     config = config or Config()
     analysis, _ = analyse(paths, config, jobs)
+    assert analysis.lock_path is not None  # analyse() always locates the lock
     path = Path(analysis.lock_path)
     old_text = path.read_text(encoding="utf-8") if path.is_file() else None
     check = InvariantCheck(analysis.program, analysis.invariants or [])

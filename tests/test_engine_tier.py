@@ -105,11 +105,14 @@ def test_each_session_requires_its_era_file(noxfile, era):
     assert installs and "libcst>=1.1" in installs[0]  # cachelint's runtime dependencies, from pyproject
 
 
-def test_the_ci_runs_the_readme_test_command_and_both_engine_sessions():
+def test_the_readme_test_command_is_the_ci_and_runs_every_tier():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
+    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert "\nbash .ci/run\n" in quick_start
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     command = next(line for line in ci.splitlines() if line.startswith("python3 -m venv"))
-    assert command in readme
+    assert "pip install" in command and "-e '.[test]'" in command
+    assert "nox -s lint fast slow" in command
     assert "nox -s engine_current engine_seed" in command
 
 

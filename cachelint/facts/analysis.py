@@ -64,7 +64,7 @@ class Analysis:
     @cached_property
     def _reexported(self) -> set:
         """Qualified names some module imports from another (``from m import X``)."""
-        out = set()
+        out: set[str] = set()
         for fi in self.program.indexes:
             out.update(fi.imports.values())
         return out

@@ -101,7 +101,7 @@ def _named(scans: tuple, by_name: dict) -> list:
         return []
     if len(hit) == 1:
         return keys[next(iter(hit))]
-    pairs = set()
+    pairs: set = set()
     for k in hit:
         at = keys[k]
         pairs.update(zip(at[::2], at[1::2]))
@@ -186,6 +186,7 @@ class CacheAnalysis:
             return None
         # every argument must be nameable from the anchor or be global/constant
         for a in args:
+            assert a is not None  # ruled out above
             v = a[2] if a[0] == "kw" else a
             if v[0][0] == "p" or (v[0][0] == "s" and v[0] != anchor):
                 return None

@@ -318,7 +318,8 @@ class InvariantCheck:
                 if c.guard or _last_name(c.func) != f.name:
                     continue
                 ctx = p.context(g)
-                if p.callee_function(p.canon(c.func, ctx)) is not f:
+                callee = p.canon(c.func, ctx)
+                if callee is None or p.callee_function(callee) is not f:
                     continue
                 if anchor_root[0] == "p":
                     passes_self = any(p.canon(a, ctx) == (("s", g.class_qualname),) for a in c.args) or any(

@@ -27,7 +27,7 @@ def reported_properties(program: Program, costs: CostModel, low_ok: bool) -> dic
 
 def property_read_sites(
     program: Program, reads: list[tuple[FunctionInfo, CallSite]], wanted: dict
-) -> list[tuple[FunctionInfo, CallSite, tuple, Cost]]:
+) -> list[tuple[FunctionInfo, CallSite, tuple | None, Cost]]:
     """(function, read, canonical callee, cost) of each of ``reads`` that reads
     one of the ``wanted`` getters (:func:`~cachelint.facts.properties.resolve_read`)."""
     out = []

@@ -49,7 +49,7 @@ from ..index.records import CallSite, FunctionInfo
 from ..model import Applicability, Edit, EditKind, Fix, Span
 from ..semantic.callgraph import HotPaths, resolve_call
 from ..semantic.idioms import is_cached_function
-from ..semantic.program import CONSTRUCTORS, Program
+from ..semantic.program import CONSTRUCTORS, FunctionContext, Program
 
 _BUILTINS = frozenset(dir(builtins))
 # how many hot calls of a function a parameter's value is followed through
@@ -397,10 +397,11 @@ class HoistPlanner:
             return self.varies(f, a.value, depth + 1)
         if ctx.parent is not None:
             c = ctx.parent
-            while c is not None:
-                if n in c.locals or n in c.params:
+            parent: FunctionContext | None = c
+            while parent is not None:
+                if n in parent.locals or n in parent.params:
                     return f"`{n}` comes from the enclosing function"
-                c = c.parent
+                parent = parent.parent
         fi = p.modules_by_path.get(f.path)
         if fi is None:
             return "unknown module"
@@ -505,6 +506,7 @@ class HoistPlanner:
                 # the effect, which no hoist or cache can keep
                 s.varies = "the call is made for its side effect; its value is discarded"
                 continue
+            why: str | None
             if s.cost.kind == "per-call-context":
                 why = "its value is tied to the context of each call"
             else:
@@ -648,7 +650,7 @@ class HoistPlanner:
                     reasons.append(f"`self.{first}` is a property, recomputed on each read")
                 continue  # a method: the bound method of this instance
             classes = [cls, *p.subclasses(cls)]
-            writers = []
+            writers: list = []
             for k in classes:
                 for w, a in p.self_attr_writers(k, first):
                     if (w.qualname, a.line) not in [(x.qualname, y.line) for x, y in writers]:
@@ -801,6 +803,7 @@ class HoistPlanner:
         if None in texts or len(texts) != 1:
             return None  # spelled differently: the replacement must be the same expression
         text = texts.pop()
+        assert text is not None  # None was ruled out above
         # the function must not change the inputs between the uses
         attrs: set = set()
         if f.self_name:

@@ -20,6 +20,7 @@ def hot_call_finding(code: str, s: Site, hot: HotPaths, compiled_from: str | Non
     and its structured data."""
     f, c, cost = s.function, s.call, s.cost
     chain = hot.chain(f.qualname)
+    assert chain is not None  # a planned site is in a hot function
     kind = hot.kind(f.qualname, "hot")
     shown = render(c.func)
     via = " -> ".join(x.rsplit(".", 2)[-2] + "." + x.rsplit(".", 1)[-1] if x.count(".") >= 1 else x for x in chain)

@@ -198,7 +198,7 @@ class Cache:
         m = current if isinstance(current, dict) else {}
         m.update(written)
         pruned = live is not None and len(m) > 4 * len(live) + 256
-        if pruned:
+        if pruned and live is not None:
             m = {k: v for k, v in m.items() if k in live or k in written}
         self.put("packs", _MAP_KEY, m)
         self._map = m

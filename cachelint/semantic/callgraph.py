@@ -55,6 +55,7 @@ class HotPaths:
 
     def callers(self, qualname: str, limit: int) -> list[tuple[FunctionInfo, CallSite]]:
         """The first ``limit`` resolved hot calls of ``qualname``, as (caller, call)."""
+        assert self.program is not None  # set by hot_paths()
         functions = self.program.functions
         out = []
         for caller, i in self.caller_calls.get(qualname, ())[:limit]:
