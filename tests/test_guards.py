@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from cachelint.semantic.guards import Atom, implied, residual
+from cachelint.semantic.values import IsNoneKey, ParamRoot, TruthyKey
 
-V = (("p", "f", "cfg"),)
+V = (ParamRoot("f", "cfg"),)
 MC = V + ("model_config",)
 
 
 def atom(kind, value, positive=True):
-    return Atom((kind, value), positive, "t")
+    return Atom({"truthy": TruthyKey, "isnone": IsNoneKey}[kind](value), positive, "t")
 
 
 def test_same_atom_implies_itself_only_with_same_polarity():
@@ -39,6 +40,6 @@ def test_residual_drops_what_other_residual_atoms_imply():
         atom("truthy", MC + ("is_encoder_decoder",)),
     ]
     left = residual(required, [])
-    assert [a.key for a in left] == [("truthy", MC + ("pooler_config",)), ("truthy", MC + ("is_encoder_decoder",))]
+    assert [a.key for a in left] == [TruthyKey(MC + ("pooler_config",)), TruthyKey(MC + ("is_encoder_decoder",))]
     left = residual(required, [atom("truthy", MC + ("is_encoder_decoder",))])
-    assert [(a.key, a.positive) for a in left] == [(("truthy", MC + ("pooler_config",)), False)]
+    assert [(a.key, a.positive) for a in left] == [(TruthyKey(MC + ("pooler_config",)), False)]

@@ -8,6 +8,7 @@ from cachelint.config import HotRoot
 from cachelint.index.walk import index_source
 from cachelint.semantic.callgraph import hot_paths
 from cachelint.semantic.program import Program
+from cachelint.semantic.values import GlobalRoot, SelfRoot
 
 REGISTRY = """
 class MultiModalRegistry:
@@ -109,18 +110,18 @@ def test_aliases_fold_to_the_same_call_on_the_same_object():
     b = _call(p, "eng.runner.Runner.b")
     assert a == b
     callee, args = a
-    assert callee == (("g", "eng.multimodal.registry.MULTIMODAL_REGISTRY"), "get_encdec_max_encoder_len")
-    assert args == ((("s", "eng.runner.Runner"), "vllm_config", "model_config"),)
+    assert callee == (GlobalRoot("eng.multimodal.registry.MULTIMODAL_REGISTRY"), "get_encdec_max_encoder_len")
+    assert args == ((SelfRoot("eng.runner.Runner"), "vllm_config", "model_config"),)
 
 
 def test_types_from_annotations_fields_and_constructors():
     p = _program()
-    runner = (("s", "eng.runner.Runner"),)
+    runner = (SelfRoot("eng.runner.Runner"),)
     assert p.type_of(runner + ("vllm_config",)) == "eng.config.VllmConfig"
     assert p.type_of(runner + ("vllm_config", "model_config")) == "eng.config.ModelConfig"  # Optional[...] unwrapped
     assert p.type_of(runner + ("vllm_config", "scheduler_config")) == "eng.config.SchedulerConfig"
     assert (
-        p.type_of((("g", "eng.multimodal.registry.MULTIMODAL_REGISTRY"),))
+        p.type_of((GlobalRoot("eng.multimodal.registry.MULTIMODAL_REGISTRY"),))
         == "eng.multimodal.registry.MultiModalRegistry"
     )
     f = p.callee_function(_call(p, "eng.runner.Runner.b")[0])

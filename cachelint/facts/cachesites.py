@@ -33,6 +33,7 @@ from ..semantic.access import spell, spell_atom
 from ..semantic.guards import Atom, guard_atoms, residual, substitute
 from ..semantic.idioms import is_cached_function
 from ..semantic.program import CONSTRUCTORS, Program, Value
+from ..semantic.values import CallRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 from .catalog import Catalog
 from .cost import CostModel
 
@@ -48,7 +49,7 @@ class CacheSite:
     holder_type: str | None
     callee: Value
     callee_names: list
-    args: tuple  # canonical values, kwargs as ("kw", name, value)
+    args: tuple  # canonical values, then KwArg(name, value)
     atoms: list  # guard atoms at the fill
     in_constructor: bool
     pure: bool
@@ -68,7 +69,14 @@ class CacheSite:
 
 def render_value_short(v: Value) -> str:
     root = v[0]
-    head = {"s": "self", "p": root[-1] if len(root) > 2 else "?", "g": root[1].rsplit(".", 1)[-1]}.get(root[0], "?")
+    if isinstance(root, SelfRoot):
+        head = "self"
+    elif isinstance(root, ParamRoot):
+        head = root.name
+    elif isinstance(root, GlobalRoot):
+        head = root.qualname.rsplit(".", 1)[-1]
+    else:
+        head = "?"
     return ".".join([head] + [a for a in v[1:] if isinstance(a, str)])
 
 
@@ -113,8 +121,8 @@ def _callee_key(callee: Value) -> str:
     last = callee[-1]
     if isinstance(last, str):
         return last
-    if last[0] == "g":
-        return last[1].rsplit(".", 1)[-1]
+    if isinstance(last, GlobalRoot):
+        return last.qualname.rsplit(".", 1)[-1]
     return ""
 
 
@@ -123,9 +131,11 @@ def _mentions(v, root) -> bool:
         return False
     if v[0] == root:
         return True
-    if v[0][0] == "c":
-        callee, args = v[0][1], v[0][2]
-        return _mentions(callee, root) or any(_mentions(a[2] if a[0] == "kw" else a, root) for a in args)
+    call = v[0]
+    if isinstance(call, CallRoot):
+        return _mentions(call.callee, root) or any(
+            _mentions(a.value if isinstance(a, KwArg) else a, root) for a in call.args
+        )
     return False
 
 
@@ -159,8 +169,8 @@ class CacheAnalysis:
         names = p.callee_names(callee, dotted(c.func))
         fn = p.callee_function(callee)
         entry = self.catalog.match(names)
-        if len(callee) == 1 and callee[0][0] == "g":
-            qn = callee[0][1]
+        if len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+            qn = callee[0].qualname
             if qn in p.classes:
                 return None  # construction: a new object each time, not a cached value
             if qn.startswith("builtins.") and entry is None:
@@ -174,23 +184,23 @@ class CacheAnalysis:
         if target is None or len(target) < 2:
             return None
         anchor = target[0]
-        if anchor[0] not in ("s", "p"):
+        if not isinstance(anchor, (SelfRoot, ParamRoot)):
             return None
         anchor_type = p.type_of((anchor,))
         if anchor_type is None:
             return None
-        if callee[0][0] == "p" or (callee[0][0] == "s" and callee[0] != anchor):
+        if isinstance(callee[0], ParamRoot) or (isinstance(callee[0], SelfRoot) and callee[0] != anchor):
             return None
-        args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
-        if any(a is None or (a[0] == "kw" and (a[1] is None or a[2] is None)) for a in args):
+        args = tuple(p.canon(a, ctx) for a in c.args) + tuple(KwArg(n, p.canon(v, ctx)) for n, v in c.kwargs)
+        if any(a is None or (isinstance(a, KwArg) and (a.name is None or a.value is None)) for a in args):
             return None
         # every argument must be nameable from the anchor or be global/constant
         for a in args:
             assert a is not None  # ruled out above
-            v = a[2] if a[0] == "kw" else a
-            if v[0][0] == "p" or (v[0][0] == "s" and v[0] != anchor):
+            v = a.value if isinstance(a, KwArg) else a
+            if isinstance(v[0], ParamRoot) or (isinstance(v[0], SelfRoot) and v[0] != anchor):
                 return None
-            if v[0][0] == "c":
+            if isinstance(v[0], CallRoot):
                 return None
         expensive = self.cost.expensive(names, fn)
         if expensive is None:
@@ -198,7 +208,9 @@ class CacheAnalysis:
         purity = self.cost.purity(names, fn)
         pure, why = purity.pure, purity.reason
         in_constructor = (
-            anchor[0] == "s" and f.name in CONSTRUCTORS and p.is_subclass(anchor_type, f.class_qualname or "")
+            isinstance(anchor, SelfRoot)
+            and f.name in CONSTRUCTORS
+            and p.is_subclass(anchor_type, f.class_qualname or "")
         )
         if not pure and not in_constructor:
             # e.g. `self.final_memory = self.current_memory_usage()` in __exit__:
@@ -258,7 +270,7 @@ class CacheAnalysis:
             callee = p.call_callee(g, c)
             if callee is None:
                 continue
-            args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
+            args = tuple(p.canon(a, ctx) for a in c.args) + tuple(KwArg(n, p.canon(v, ctx)) for n, v in c.kwargs)
             best = None
             for site in cands:
                 if site.function is g and site.call is c:
@@ -278,12 +290,12 @@ class CacheAnalysis:
         for sa, ua in zip(site.args, args):
             if ua is None:
                 return None
-            if sa[0] == "kw":
-                if ua[0] != "kw" or ua[1] != sa[1]:
+            if isinstance(sa, KwArg):
+                if not isinstance(ua, KwArg) or ua.name != sa.name:
                     return None
-                pairs.append((sa[2], ua[2]))
+                pairs.append((sa.value, ua.value))
             else:
-                if ua[0] == "kw":
+                if isinstance(ua, KwArg):
                     return None
                 pairs.append((sa, ua))
         anchor = site.anchor
@@ -361,7 +373,7 @@ class CacheAnalysis:
     def _find_anchor(self, site: CacheSite, ctx) -> Value | None:
         p = self.program
         if ctx.self_name and ctx.self_class and site.anchor_type and p.is_subclass(ctx.self_class, site.anchor_type):
-            return (("s", ctx.self_class),)
+            return (SelfRoot(ctx.self_class),)
         return None
 
     def _after_super_init(self, site: CacheSite, g: FunctionInfo, c: CallSite) -> bool:

@@ -48,6 +48,7 @@ from ..index.expr import dotted
 from ..index.records import FunctionInfo
 from ..semantic.idioms import fills_once, is_cached_function
 from ..semantic.program import CONSTRUCTORS, Program
+from ..semantic.values import GlobalRoot
 from .catalog import PURE_BUILTINS, Catalog
 
 # a body that probes config attributes this many times walks the config
@@ -357,8 +358,8 @@ class CostModel:
         p = self.program
         for c in fn.calls:
             callee = p.call_callee(fn, c)
-            if callee is not None and len(callee) == 1 and callee[0][0] == "g":
-                qn = callee[0][1]
+            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                qn = callee[0].qualname
                 if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
                     continue
             names = p.callee_names(callee, dotted(c.func))
@@ -447,7 +448,12 @@ class CostModel:
                     return False
                 g = p.callee_function(callee) if callee is not None else None
                 if g is None:
-                    if callee is not None and len(callee) == 1 and callee[0][0] == "g" and callee[0][1] in p.classes:
+                    if (
+                        callee is not None
+                        and len(callee) == 1
+                        and isinstance(callee[0], GlobalRoot)
+                        and callee[0].qualname in p.classes
+                    ):
                         continue  # a small value object of the tree (its __init__ is checked below if any)
                     return False
                 targets = [g]

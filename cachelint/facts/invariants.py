@@ -28,6 +28,18 @@ from ..lock.lockfile import Invariant, Place, normalise
 from ..semantic.access import spell_atom
 from ..semantic.guards import Atom, guard_atoms, residual, substitute
 from ..semantic.program import CONSTRUCTORS, Program, Value
+from ..semantic.values import (
+    CallRoot,
+    CmpKey,
+    ConstRoot,
+    GlobalRoot,
+    IsNoneKey,
+    KwArg,
+    OpaqueKey,
+    ParamRoot,
+    SelfRoot,
+    TruthyKey,
+)
 
 
 def place_of(f: FunctionInfo) -> Place:
@@ -54,21 +66,21 @@ def value_text(v, anchor_root, anchor_name: str) -> str:
     root = v[0]
     if root == anchor_root:
         head = anchor_name
-    elif root[0] == "s":
-        head = f"<{root[1].rsplit('.', 1)[-1]} instance>"
-    elif root[0] == "p":
-        head = root[2] if len(root) > 2 else "?"
-    elif root[0] == "g":
-        head = root[1]
-    elif root[0] == "k":
-        head = repr(root[1])
-    elif root[0] == "c":
-        callee = value_text(root[1], anchor_root, anchor_name)
+    elif isinstance(root, SelfRoot):
+        head = f"<{root.cls.rsplit('.', 1)[-1]} instance>"
+    elif isinstance(root, ParamRoot):
+        head = root.name
+    elif isinstance(root, GlobalRoot):
+        head = root.qualname
+    elif isinstance(root, ConstRoot):
+        head = repr(root.value)
+    elif isinstance(root, CallRoot):
+        callee = value_text(root.callee, anchor_root, anchor_name)
         args = ", ".join(
-            f"{a[1]}={value_text(a[2], anchor_root, anchor_name)}"
-            if a and a[0] == "kw"
+            f"{a.name}={value_text(a.value, anchor_root, anchor_name)}"
+            if isinstance(a, KwArg)
             else value_text(a, anchor_root, anchor_name)
-            for a in root[2]
+            for a in root.args
         )
         head = f"{callee}({args})"
     else:
@@ -78,25 +90,26 @@ def value_text(v, anchor_root, anchor_name: str) -> str:
 
 def atom_text(atom: Atom, anchor_root, anchor_name: str) -> str:
     key = atom.key
-    kind = key[0]
-    if kind == "truthy":
-        s = value_text(key[1], anchor_root, anchor_name)
-    elif kind == "isnone":
-        s = value_text(key[1], anchor_root, anchor_name) + " is None"
-    elif kind == "cmp":
-        s = f"{value_text(key[2], anchor_root, anchor_name)} {key[1]} {value_text(key[3], anchor_root, anchor_name)}"
+    if isinstance(key, TruthyKey):
+        s = value_text(key.value, anchor_root, anchor_name)
+    elif isinstance(key, IsNoneKey):
+        s = value_text(key.value, anchor_root, anchor_name) + " is None"
+    elif isinstance(key, CmpKey):
+        s = f"{value_text(key.left, anchor_root, anchor_name)} {key.op} {value_text(key.right, anchor_root, anchor_name)}"
+    elif isinstance(key, OpaqueKey):
+        s = render(key.expr)
     else:
-        s = render(key[2]) if len(key) > 2 else atom.text
+        s = atom.text
     if atom.positive:
         return s
     return f"not {s}" if " " not in s else f"not ({s})"
 
 
 def _anchor_name(root) -> str:
-    if root[0] == "s":
+    if isinstance(root, SelfRoot):
         return "self"
-    if root[0] == "p" and len(root) > 2:
-        return root[2]
+    if isinstance(root, ParamRoot):
+        return root.name
     return "X"
 
 
@@ -266,7 +279,9 @@ class InvariantCheck:
                     args = [value_text(p.canon(x, ctx), anchor_root, "X") for x in value[2]]
                     args += [f"{k}={value_text(p.canon(v, ctx), anchor_root, 'X')}" for k, v in value[3]]
                     want = [normalise(x, inv.anchor_name) for x in inv.arguments]
-                    anchor_ok = anchor_root[0] in ("s", "p") and class_matches(p, p.type_of((anchor_root,)), inv.anchor)
+                    anchor_ok = isinstance(anchor_root, (SelfRoot, ParamRoot)) and class_matches(
+                        p, p.type_of((anchor_root,)), inv.anchor
+                    )
                     is_fill = args == want and anchor_ok
             at_construction = self._at_construction(f, anchor_root)
             out.append(
@@ -295,15 +310,15 @@ class InvariantCheck:
         constructor, or in a function every constructor run calls (without a
         condition) on the object being built."""
         p = self.program
-        if anchor_root[0] == "s":
+        if isinstance(anchor_root, SelfRoot):
             if (
                 f.name in CONSTRUCTORS
                 and f.class_qualname is not None
-                and p.is_subclass(anchor_root[1], f.class_qualname)
+                and p.is_subclass(anchor_root.cls, f.class_qualname)
             ):
                 return True
-            anchor_type = anchor_root[1]
-        elif anchor_root[0] == "p":
+            anchor_type: str | None = anchor_root.cls
+        elif isinstance(anchor_root, ParamRoot):
             anchor_type = p.type_of((anchor_root,))
         else:
             return False
@@ -321,13 +336,13 @@ class InvariantCheck:
                 callee = p.canon(c.func, ctx)
                 if callee is None or p.callee_function(callee) is not f:
                     continue
-                if anchor_root[0] == "p":
-                    passes_self = any(p.canon(a, ctx) == (("s", g.class_qualname),) for a in c.args) or any(
-                        p.canon(v, ctx) == (("s", g.class_qualname),) for _, v in c.kwargs
+                if isinstance(anchor_root, ParamRoot):
+                    passes_self = any(p.canon(a, ctx) == (SelfRoot(g.class_qualname),) for a in c.args) or any(
+                        p.canon(v, ctx) == (SelfRoot(g.class_qualname),) for _, v in c.kwargs
                     )
                     if not passes_self:
                         continue
-                if g.name in CONSTRUCTORS or self._at_construction(g, (("s", g.class_qualname),), depth + 1):
+                if g.name in CONSTRUCTORS or self._at_construction(g, (SelfRoot(g.class_qualname),), depth + 1):
                     return True
         return False
 
@@ -535,7 +550,7 @@ def from_uses(program: Program, uses: list) -> list[Invariant]:
                 target=value_text(site.target, root, name),
                 callee=site.callee_names[0] if site.callee_names else render(site.call.func),
                 arguments=tuple(
-                    f"{a[1]}={value_text(a[2], root, name)}" if a[0] == "kw" else value_text(a, root, name)
+                    f"{a.name}={value_text(a.value, root, name)}" if isinstance(a, KwArg) else value_text(a, root, name)
                     for a in site.args
                 ),
                 guard=tuple(atom_text(a, root, name) for a in site.atoms),

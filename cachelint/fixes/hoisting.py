@@ -50,6 +50,7 @@ from ..model import Applicability, Edit, EditKind, Fix, Span
 from ..semantic.callgraph import HotPaths, resolve_call
 from ..semantic.idioms import is_cached_function
 from ..semantic.program import CONSTRUCTORS, FunctionContext, Program
+from ..semantic.values import GlobalRoot
 
 _BUILTINS = frozenset(dir(builtins))
 # how many hot calls of a function a parameter's value is followed through
@@ -284,8 +285,8 @@ class HoistPlanner:
             fn = self.p.callee_function(callee) if callee is not None else None
             if fn is not None and is_cached_function(fn):
                 return None
-            if callee is not None and len(callee) == 1 and callee[0][0] == "g":
-                qn = callee[0][1]
+            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                qn = callee[0].qualname
                 if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
                     return None
             if not self.a.cost.purity(names, fn).pure:

@@ -9,6 +9,7 @@ from ..fixes.hoisting import HoistPlanner, Site
 from ..fixes.hotcalls import hot_call_finding
 from ..index.expr import dotted
 from ..semantic.idioms import fills_once
+from ..semantic.values import KwArg
 from .base import Example, Rule
 
 _ROOTS = ({"pattern": "*.Runner.execute_model", "kind": "per-step"},)
@@ -758,8 +759,8 @@ def call_sites(p, costs: CostModel, f, covered: set, low_ok: bool) -> list[Site]
             continue
         key = None
         if callee is not None:
-            args = tuple(p.canon(a, ctx) for a in c.args) + tuple(("kw", n, p.canon(v, ctx)) for n, v in c.kwargs)
-            if all(a is not None and (a[0] != "kw" or a[2] is not None) for a in args):
+            args = tuple(p.canon(a, ctx) for a in c.args) + tuple(KwArg(n, p.canon(v, ctx)) for n, v in c.kwargs)
+            if all(a is not None and (not isinstance(a, KwArg) or a.value is not None) for a in args):
                 key = (callee, args)
         sites.append(Site(f, c, cost, callee, key))
     return sites

@@ -12,13 +12,14 @@ then fewest characters.
 from __future__ import annotations
 
 from .program import CONSTRUCTORS, FunctionContext, Program, Value
+from .values import CmpKey, ConstRoot, GlobalRoot, IsNoneKey, SelfRoot, TruthyKey
 
 
 def _bindings(ctx: FunctionContext, program: Program, line: int, use_guard) -> list[tuple[str, Value]]:
     f = ctx.f
     out: list[tuple[str, Value]] = []
     if ctx.self_name and ctx.self_class:
-        out.append((ctx.self_name, (("s", ctx.self_class),)))
+        out.append((ctx.self_name, (SelfRoot(ctx.self_class),)))
     for name in ctx.params:
         if name == ctx.self_name:
             continue
@@ -83,12 +84,12 @@ def spell(value: Value, ctx: FunctionContext, program: Program, line: int, use_g
     if best is not None:
         return best[1]
     root = value[0]
-    if root[0] == "g":
-        local = _global_local_name(root[1], ctx, program)
+    if isinstance(root, GlobalRoot):
+        local = _global_local_name(root.qualname, ctx, program)
         if local is not None:
             return local + "".join("." + r for r in value[1:] if isinstance(r, str))
-    if root[0] == "k" and len(value) == 1:
-        return repr(root[1])
+    if isinstance(root, ConstRoot) and len(value) == 1:
+        return repr(root.value)
     return None
 
 
@@ -115,17 +116,17 @@ def spell_atom(atom, ctx: FunctionContext, program: Program, line: int, use_guar
     def sp(v):
         return spell(v, ctx, program, line, use_guard) if v is not None else None
 
-    if key[0] == "truthy":
-        s = sp(key[1])
+    if isinstance(key, TruthyKey):
+        s = sp(key.value)
         if s is not None:
             return s if atom.positive else f"not {s}"
-    elif key[0] == "isnone":
-        s = sp(key[1])
+    elif isinstance(key, IsNoneKey):
+        s = sp(key.value)
         if s is not None:
             return f"{s} is None" if atom.positive else f"{s} is not None"
-    elif key[0] == "cmp":
-        left, right = sp(key[2]), sp(key[3])
+    elif isinstance(key, CmpKey):
+        left, right = sp(key.left), sp(key.right)
         if left is not None and right is not None:
-            s = f"{left} {key[1]} {right}"
+            s = f"{left} {key.op} {right}"
             return s if atom.positive else f"not ({s})"
     return None

@@ -4,12 +4,13 @@ A guard from the index (``(condition, polarity)`` pairs) is split into atoms
 over canonical values, so that ``if self.is_encoder_decoder:`` in one class and
 ``elif self.model_config.is_encoder_decoder:`` in another can be compared:
 
-    ("truthy", value)          ``if value:``
-    ("isnone", value)          ``if value is None:``
-    ("cmp", ops, left, rights) any other comparison over known values
-    ("opaque", where, expr)    anything cachelint cannot evaluate
+    TruthyKey(value)           ``if value:``
+    IsNoneKey(value)           ``if value is None:``
+    CmpKey(op, left, right)    any other single comparison over known values
+    OpaqueKey(where, expr)     anything cachelint cannot evaluate
 
-each with a polarity. ``not``, ``and`` (when true) and ``or`` (when false) are
+(the records of :mod:`cachelint.semantic.values`, an atom's ``key``), each
+with a polarity. ``not``, ``and`` (when true) and ``or`` (when false) are
 distributed; other shapes become one opaque atom.
 
 Implication is deliberately simple and sound for what it accepts: an atom is
@@ -24,11 +25,12 @@ from dataclasses import dataclass
 
 from ..index.expr import render
 from .program import FunctionContext, Program
+from .values import AtomKey, CmpKey, IsNoneKey, OpaqueKey, TruthyKey
 
 
 @dataclass(frozen=True)
 class Atom:
-    key: tuple
+    key: AtomKey
     positive: bool
     text: str  # the condition as written where it was found
 
@@ -53,7 +55,7 @@ def _decompose(expr, positive: bool, ctx: FunctionContext, program: Program, out
             v = program.canon(left, ctx)
             if v is not None:
                 pos = positive if op == "is" else not positive
-                out.append(Atom(("isnone", v), pos, render(left) + " is None"))
+                out.append(Atom(IsNoneKey(v), pos, render(left) + " is None"))
                 return
         if op in ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "is", "is not"):
             lv = program.canon(left, ctx)
@@ -61,18 +63,16 @@ def _decompose(expr, positive: bool, ctx: FunctionContext, program: Program, out
             if lv is not None and rv is not None:
                 neg = {"!=": "==", "not in": "in", "is not": "is"}
                 if op in neg:
-                    out.append(
-                        Atom(("cmp", neg[op], lv, rv), not positive, f"{render(left)} {neg[op]} {render(right)}")
-                    )
+                    out.append(Atom(CmpKey(neg[op], lv, rv), not positive, f"{render(left)} {neg[op]} {render(right)}"))
                 else:
-                    out.append(Atom(("cmp", op, lv, rv), positive, text))
+                    out.append(Atom(CmpKey(op, lv, rv), positive, text))
                 return
     if k in ("name", "attr", "call"):
         v = program.canon(expr, ctx)
         if v is not None:
-            out.append(Atom(("truthy", v), positive, text))
+            out.append(Atom(TruthyKey(v), positive, text))
             return
-    out.append(Atom(("opaque", ctx.f.qualname if ctx else "", expr), positive, text))
+    out.append(Atom(OpaqueKey(ctx.f.qualname if ctx else "", expr), positive, text))
 
 
 def guard_atoms(guard, ctx: FunctionContext, program: Program) -> list[Atom]:
@@ -98,21 +98,20 @@ def implied(atom: Atom, facts: list[Atom]) -> bool:
     for f in facts:
         if f.key == key and f.positive == pos:
             return True
-    kind = key[0]
-    if kind == "truthy" and pos:
-        v = key[1]
+    if isinstance(key, TruthyKey) and pos:
+        v = key.value
         # `a.b` truthy => `a` was not None (attribute access succeeded)
-        return any(f.key[0] == "truthy" and f.positive and _extends(f.key[1], v) for f in facts)
-    if kind == "isnone" and not pos:
-        v = key[1]
+        return any(isinstance(f.key, TruthyKey) and f.positive and _extends(f.key.value, v) for f in facts)
+    if isinstance(key, IsNoneKey) and not pos:
+        v = key.value
         return any(
-            (f.key[0] == "truthy" and f.positive and (f.key[1] == v or _extends(f.key[1], v)))
-            or (f.key[0] == "isnone" and not f.positive and _extends(f.key[1], v))
+            (isinstance(f.key, TruthyKey) and f.positive and (f.key.value == v or _extends(f.key.value, v)))
+            or (isinstance(f.key, IsNoneKey) and not f.positive and _extends(f.key.value, v))
             for f in facts
         )
-    if kind == "truthy" and not pos:
-        v = key[1]
-        return any(f.key == ("isnone", v) and f.positive for f in facts)
+    if isinstance(key, TruthyKey) and not pos:
+        v = key.value
+        return any(f.key == IsNoneKey(v) and f.positive for f in facts)
     return False
 
 
@@ -141,9 +140,10 @@ def substitute(atom: Atom, anchor_root: tuple, replacement, program: Program, de
         return v
 
     key = atom.key
-    kind = key[0]
-    if kind in ("truthy", "isnone"):
-        return Atom((kind, sub(key[1])), atom.positive, atom.text)
-    if kind == "cmp":
-        return Atom(("cmp", key[1], sub(key[2]), sub(key[3])), atom.positive, atom.text)
+    if isinstance(key, TruthyKey):
+        return Atom(TruthyKey(sub(key.value)), atom.positive, atom.text)
+    if isinstance(key, IsNoneKey):
+        return Atom(IsNoneKey(sub(key.value)), atom.positive, atom.text)
+    if isinstance(key, CmpKey):
+        return Atom(CmpKey(key.op, sub(key.left), sub(key.right)), atom.positive, atom.text)
     return atom

@@ -4,13 +4,15 @@ The per-file indexes are joined into one :class:`Program` that resolves names
 across modules (following imports and re-exports), builds class hierarchies,
 and evaluates expressions to *canonical symbolic values* so that different
 spellings of the same object compare equal. A value is a tuple
-``(root, attr, attr, ...)`` whose root is one of:
+``(root, attr, attr, ...)`` whose root is one of the records of
+:mod:`cachelint.semantic.values`:
 
-    ("s", C)        the instance ``self`` of class C
-    ("p", F, name)  a parameter of function F
-    ("g", qn)       a module-level object, function, class or module
-    ("k", v)        a constant
-    ("c", callee, args)  the result of a call
+    SelfRoot(cls)              the instance ``self`` of class ``cls``
+    ParamRoot(function, name)  a parameter of a function
+    GlobalRoot(qualname)       a module-level object, function, class or module
+    ConstRoot(value)           a constant
+    CallRoot(callee, args)     the result of a call; keyword arguments are
+                               ``KwArg(name, value)`` after the positional ones
 
 Aliases are unfolded: a local assigned once (``model_config =
 self.model_config``), an attribute the class binds exactly once and
@@ -33,6 +35,7 @@ import builtins
 
 from ..index.expr import conv, dotted
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
+from .values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 
 Value = tuple
 CONSTRUCTORS = ("__init__", "__post_init__")
@@ -159,8 +162,8 @@ class Program:
             if c.parent_function and b[0] == "name" and c.parent_function in self.functions:
                 ctx = self.context(self.functions[c.parent_function])
                 v = self.canon(b, ctx)
-                if v is not None and len(v) == 1 and v[0][0] == "g":
-                    qn = v[0][1]
+                if v is not None and len(v) == 1 and isinstance(v[0], GlobalRoot):
+                    qn = v[0].qualname
             else:
                 d = dotted(b)
                 if d is not None:
@@ -285,7 +288,7 @@ class Program:
         key = (class_qn, attr)
         if key in self._self_attr_memo:
             return self._self_attr_memo[key]
-        opaque = (("s", class_qn), attr)
+        opaque = (SelfRoot(class_qn), attr)
         if key in self._in_progress or depth > 8:
             return opaque
         self._in_progress.add(key)
@@ -297,7 +300,7 @@ class Program:
                 if f.name in CONSTRUCTORS and not a.guard and not a.in_loop and a.kind in ("assign", "annassign"):
                     ctx = self.context(f, class_qn)
                     v = self.canon(a.value, ctx, depth + 1)
-                    if v is not None and v[0][0] != "c":
+                    if v is not None and not isinstance(v[0], CallRoot):
                         result = v
         finally:
             self._in_progress.discard(key)
@@ -346,7 +349,7 @@ class Program:
                 return None
             return self._attr(base, e[2], depth)
         if k == "const":
-            return (("k", e[1]),)
+            return (ConstRoot(e[1]),)
         if k == "call":
             callee = self.canon(e[1], ctx, depth + 1)
             if callee is None:
@@ -355,18 +358,18 @@ class Program:
             kwargs = tuple((n, self.canon(v, ctx, depth + 1)) for n, v in e[3])
             if any(a is None for a in args) or any(v is None for _, v in kwargs):
                 return None
-            return (("c", callee, args + tuple(("kw", n, v) for n, v in kwargs)),)
+            return (CallRoot(callee, args + tuple(KwArg(n, v) for n, v in kwargs)),)
         if k == "def":
-            return (("g", e[1]),)
+            return (GlobalRoot(e[1]),)
         return None
 
     def _attr(self, base: Value, attr: str, depth: int) -> Value:
         root = base[0]
-        if len(base) == 1 and root[0] == "s":
-            return self.self_attr_value(root[1], attr, depth + 1)
-        if len(base) == 1 and root[0] == "g" and not self.is_module_level_variable(root[1]):
+        if len(base) == 1 and isinstance(root, SelfRoot):
+            return self.self_attr_value(root.cls, attr, depth + 1)
+        if len(base) == 1 and isinstance(root, GlobalRoot) and not self.is_module_level_variable(root.qualname):
             # a namespace: module, class, or external name
-            return (("g", self.resolve_qualified(f"{root[1]}.{attr}")),)
+            return (GlobalRoot(self.resolve_qualified(f"{root.qualname}.{attr}")),)
         return base + (attr,)
 
     def _canon_name(self, name: str, ctx: FunctionContext | None, depth: int) -> Value | None:
@@ -389,20 +392,20 @@ class Program:
             if local:  # parameter rebound in the body
                 return None
             if name == ctx.self_name and ctx.self_class:
-                return (("s", ctx.self_class),)
+                return (SelfRoot(ctx.self_class),)
             alias = self.param_self_alias(ctx, name)
-            if alias is not None:
-                return (("s", ctx.self_class), alias)
-            return (("p", f.qualname, name),)
+            if alias is not None and ctx.self_class is not None:  # an alias is only found in a class
+                return (SelfRoot(ctx.self_class), alias)
+            return (ParamRoot(f.qualname, name),)
         if local:
             if len(local) == 1:
                 a = local[0]
                 if a.kind in _ALIAS_KINDS and not a.in_loop:
                     return self.canon(a.value, ctx, depth + 1)
                 if a.kind == "def":
-                    return (("g", a.value[1]),)
+                    return (GlobalRoot(a.value[1]),)
                 if a.kind == "import" and not a.in_loop:
-                    return (("g", self.resolve_qualified(a.value[1])),)
+                    return (GlobalRoot(self.resolve_qualified(a.value[1])),)
             return None
         if ctx.parent is not None:
             return self._canon_name(name, ctx.parent, depth + 1)
@@ -415,7 +418,7 @@ class Program:
         qn = self.resolve_name(fi.module, name)
         if qn is None:
             return None
-        return (("g", qn),)
+        return (GlobalRoot(qn),)
 
     # ----- types -----------------------------------------------------------------
     def resolve_annotation(self, ann, module: str, depth: int = 0) -> str | None:
@@ -473,23 +476,22 @@ class Program:
     def _type_of(self, v: Value, depth: int) -> str | None:
         root = v[0]
         if len(v) == 1:
-            kind = root[0]
-            if kind == "s":
-                return root[1]
-            if kind == "p":
-                f = self.functions.get(root[1])
+            if isinstance(root, SelfRoot):
+                return root.cls
+            if isinstance(root, ParamRoot):
+                f = self.functions.get(root.function)
                 if f is None:
                     return None
                 for p in f.params:
-                    if p.name == root[2]:
+                    if p.name == root.name:
                         t = self.resolve_annotation(p.annotation, f.module)
                         if t is None and p.default is not None and p.default[0] == "name":
                             dv = self.canon(p.default, self.context(f))
                             t = self.type_of(dv, depth + 1) if dv is not None else None
                         return t
                 return None
-            if kind == "g":
-                qn = root[1]
+            if isinstance(root, GlobalRoot):
+                qn = root.qualname
                 mod, _, name = qn.rpartition(".")
                 fi = self.modules.get(mod)
                 if fi is None:
@@ -501,18 +503,18 @@ class Program:
                 val = fi.globals.get(name)
                 if val is not None and val[0] == "call":
                     callee = self._module_value(val[1], mod)
-                    if callee is not None and len(callee) == 1 and callee[0][0] == "g":
-                        cq = callee[0][1]
+                    if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                        cq = callee[0].qualname
                         if cq in self.classes:
                             return cq
                         fn = self.functions.get(cq)
                         if fn is not None:
                             return self.resolve_annotation(fn.returns_annotation, fn.module)
                 return None
-            if kind == "c":
-                callee = root[1]
-                if len(callee) == 1 and callee[0][0] == "g":
-                    cq = callee[0][1]
+            if isinstance(root, CallRoot):
+                callee = root.callee
+                if len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                    cq = callee[0].qualname
                     if cq in self.classes:
                         return cq
                 fn = self.callee_function(callee)
@@ -533,7 +535,7 @@ class Program:
         r = self.resolve_name(module, head)
         if r is None:
             return None
-        return (("g", self.resolve_qualified(f"{r}.{rest}" if rest else r)),)
+        return (GlobalRoot(self.resolve_qualified(f"{r}.{rest}" if rest else r)),)
 
     def attr_type(self, class_qn: str, attr: str, depth: int = 0) -> str | None:
         for qn in self.mro(class_qn):
@@ -557,7 +559,7 @@ class Program:
                 if t:
                     return t
             v = self.canon(a.value, ctx)
-            if v is not None and v != (("s", class_qn), attr):
+            if v is not None and v != (SelfRoot(class_qn), attr):
                 t = self.type_of(v, depth + 1)
                 if t:
                     return t
@@ -567,8 +569,8 @@ class Program:
         """The in-tree function a canonical callee value calls, if known."""
         if callee is None:
             return None
-        if len(callee) == 1 and callee[0][0] == "g":
-            qn = callee[0][1]
+        if len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+            qn = callee[0].qualname
             f = self.functions.get(qn)
             if f is not None:
                 return f
@@ -585,16 +587,16 @@ class Program:
         """Names a catalog pattern may match: resolved qualname, Type.method, spelling."""
         out = []
         if callee is not None:
-            if len(callee) == 1 and callee[0][0] == "g":
-                out.append(callee[0][1])
+            if len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                out.append(callee[0].qualname)
             elif len(callee) >= 2:
                 t = self.type_of(callee[:-1])
                 if t is not None:
                     fn = self.lookup_method(t, callee[-1]) if t in self.classes else None
                     out.append(fn.qualname if fn is not None else f"{t}.{callee[-1]}")
                 base = callee[:-1]
-                if len(base) >= 1 and base[0][0] == "g":
-                    out.append(".".join((base[0][1],) + tuple(base[1:])) + "." + callee[-1])
+                if len(base) >= 1 and isinstance(base[0], GlobalRoot):
+                    out.append(".".join((base[0].qualname,) + tuple(base[1:])) + "." + callee[-1])
         if spelled:
             out.append(spelled)
         return out
