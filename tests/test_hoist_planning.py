@@ -1,4 +1,4 @@
-"""The hoist planner (fixes/hoisting.py): which rewrite each CL002 finding gets,
+"""The hoist planner (fixes/hoisting/): which rewrite each CL002 finding gets,
 and when it is unsafe, the reason that names the hazard.
 
 Every case is a small program on a per-step root; the assertions read the fix's

@@ -1,0 +1,318 @@
+"""Whether a call's inputs are the same on every run, read from the program
+and the source text; and which functions run inside ``torch.compile``."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ...facts.catalog import PURE_BUILTINS
+from ...files import read_source, split_lines
+from ...index.expr import dotted
+from ...index.records import CallSite, FunctionInfo
+from ...semantic.callgraph import HotPaths, resolve_call
+from ...semantic.idioms import is_cached_function
+from ...semantic.program import FunctionContext, Program
+from ...semantic.values import GlobalRoot
+from .site import _DEL_BEFORE, _MUTATION_AFTER, CALLERS_FOLLOWED, _argument_for, _is_compile_call, _is_compile_decorator
+
+
+class InputAnalysis:
+    """What the planner asks of the program about a site's inputs."""
+
+    def __init__(self, analysis, hot: HotPaths) -> None:
+        self.a = analysis
+        self.p: Program = analysis.program
+        self.hot = hot
+        self._sources: dict[str, list[str]] = {}
+        self._compiled: dict | None = None
+        self._param_memo: dict = {}
+        self._constants: dict = {}  # path -> call text -> module constant name
+
+    # ----- source text ------------------------------------------------------------
+    def lines(self, path: str) -> list[str]:
+        """The file's lines (with their ends), read once per run; [] if unreadable."""
+        lines = self._sources.get(path)
+        if lines is None:
+            try:
+                lines = split_lines(read_source(path))
+            except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+                lines = []
+            self._sources[path] = lines
+        return lines
+
+    def text(self, path: str, line: int, col: int, end_line: int, end_col: int) -> str | None:
+        lines = self.lines(path)
+        if not lines or end_line > len(lines):
+            return None
+        if line == end_line:
+            return lines[line - 1][col:end_col]
+        parts = [lines[line - 1][col:]] + lines[line : end_line - 1] + [lines[end_line - 1][:end_col]]
+        return "".join(parts)
+
+    def call_text(self, f: FunctionInfo, c: CallSite) -> str | None:
+        t = self.text(f.path, c.line, c.column, c.end_line, c.end_column)
+        if t is None or "\\\n" in t or "#" in t:
+            return None  # a backslash continuation or a comment would not survive the move
+        return t
+
+    def mutated_at(self, f: FunctionInfo, c: CallSite) -> bool:
+        """The use mutates the value in place (``x.append(...)``, ``x[k] = v``,
+        ``x += ...``, ``del x[k]``): once computed once and shared, the other
+        uses (or the next run) would see the change."""
+        lines = self.lines(f.path)
+        if c.end_line > len(lines):
+            return True
+        after = lines[c.end_line - 1][c.end_column :]
+        before = lines[c.line - 1][: c.column]
+        return _MUTATION_AFTER.match(after) is not None or _DEL_BEFORE.search(before) is not None
+
+    # ----- invariance ------------------------------------------------------------------
+    def varies(self, f: FunctionInfo, e, depth: int = 0) -> str | None:
+        """Why expression ``e`` in ``f`` can differ between runs of ``f``, or None.
+
+        Constants, module constants, attributes that no hot code assigns
+        (bound at construction or start-up, on an object not built on a hot
+        path), locals bound
+        once from invariant values, and parameters that every hot caller
+        passes an invariant value for are invariant; so is a pure call of
+        invariant inputs. Anything else may vary, and a call on it is then
+        work that the site needs (a new value), not repeated work.
+        """
+        if depth > 6 or e is None:
+            return "too deep to follow"
+        k = e[0]
+        if k == "const":
+            return None
+        if k == "name":
+            return self._name_varies(f, e[1], depth)
+        if k == "attr":
+            d = dotted(e)
+            if d is not None and f.self_name and d.split(".")[0] == f.self_name and f.class_qualname:
+                why = self._self_varies(f)
+                if why is not None:
+                    return why
+                return self._chain_varies(f.class_qualname, tuple(d.split(".")[1:]))
+            why = self.varies(f, e[1], depth + 1)
+            if why is not None:
+                return why
+            ws = self._hot_writers(self.p.writers(e[2]))
+            if ws and not (d is not None and self._is_module_path(f, d)):
+                return f"`.{e[2]}` is assigned in `{ws[0].qualname}`, which runs on a hot path"
+            return None
+        if k == "call":
+            for part in (e[1], *e[2], *(v for _kw, v in e[3])):
+                why = self.varies(f, part, depth + 1)
+                if why is not None:
+                    return why
+            ctx = self.p.context(f)
+            callee = self.p.canon(e[1], ctx)
+            names = self.p.callee_names(callee, dotted(e[1]))
+            fn = self.p.callee_function(callee) if callee is not None else None
+            if fn is not None and is_cached_function(fn):
+                return None
+            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                qn = callee[0].qualname
+                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
+                    return None
+            if not self.a.cost.purity(names, fn).pure:
+                return f"`{dotted(e[1]) or '...'}(...)` may return a different value each time"
+            return None
+        if k in ("tuple", "and", "or"):
+            for x in e[1]:
+                why = self.varies(f, x, depth + 1)
+                if why is not None:
+                    return why
+            return None
+        if k == "not":
+            return self.varies(f, e[1], depth + 1)
+        if k == "sub":
+            return self.varies(f, e[1], depth + 1) or self.varies(f, e[2], depth + 1)
+        if k == "cmp":
+            for x in (e[2], *e[3]):
+                why = self.varies(f, x, depth + 1)
+                if why is not None:
+                    return why
+            return None
+        return "an expression cachelint does not follow"
+
+    def _value_discarded(self, f: FunctionInfo, c: CallSite) -> bool:
+        """The call is a whole expression statement: ``x.sync()`` on its own line."""
+        if c.assigned_to is not None or c.line != c.stmt_line:
+            return False
+        lines = self.lines(f.path)
+        if c.end_line > len(lines):
+            return False
+        before = lines[c.line - 1][: c.column]
+        after = lines[c.end_line - 1][c.end_column :].strip()
+        return before.strip() == "" and (after == "" or after.startswith("#") or after == ";")
+
+    def inputs_vary(self, f: FunctionInfo, c: CallSite) -> str | None:
+        """Why the callee or an argument of call ``c`` can change between runs."""
+        parts = (c.func[1],) if c.is_read else (c.func, *c.args, *(v for _kw, v in c.kwargs))
+        for part in parts:
+            why = self.varies(f, part)
+            if why is not None:
+                return why
+        return None
+
+    def _is_module_path(self, f: FunctionInfo, d: str) -> bool:
+        fi = self.p.modules_by_path.get(f.path)
+        head = d.split(".")[0]
+        if fi is None:
+            return False
+        r = self.p.resolve_name(fi.module, head)
+        return r is not None and (r in self.p.modules or head in fi.module_imports)
+
+    def _self_varies(self, f: FunctionInfo) -> str | None:
+        ci = self.p.classes.get(f.class_qualname or "")
+        if ci is None:
+            return None
+        for k in self.p.mro(ci.qualname):
+            c = self.p.classes.get(k)
+            if c is not None and "__init__" in c.methods:
+                if self.hot.is_hot(c.methods["__init__"]):
+                    return f"a new `{ci.name}` is constructed on a hot path"
+                break
+        return None
+
+    def _chain_varies(self, cls: str, chain: tuple) -> str | None:
+        p = self.p
+        if not chain:
+            return None
+        first = chain[0]
+        m = p.lookup_method(cls, first)
+        if m is not None:
+            deco = [(dotted(d) or "").split(".")[-1] for d in m.decorators]
+            if "property" in deco:
+                return f"`self.{first}` is a property, recomputed on each read"
+            return None
+        for k in [cls, *p.subclasses(cls)]:
+            ws = self._hot_writers(p.self_attr_writers(k, first))
+            if ws:
+                return f"`self.{first}` is assigned in `{ws[0].qualname}`, which runs on a hot path"
+        for attr in chain[1:]:
+            ws = self._hot_writers(p.writers(attr))
+            if ws:
+                return f"`.{attr}` is assigned in `{ws[0].qualname}`, which runs on a hot path"
+        return None
+
+    def _hot_writers(self, writers: list) -> list:
+        """Writers that run on a hot path: between two runs of a hot site, only
+        they change what it reads (start-up code such as ``load_model`` runs
+        before). Constructors count when the object is built on a hot path."""
+        return [w for w, _a in writers if self.hot.is_hot(w.qualname)]
+
+    def _name_varies(self, f: FunctionInfo, n: str, depth: int) -> str | None:
+        p = self.p
+        ctx = p.context(f)
+        if n == f.self_name and f.class_qualname:
+            return self._self_varies(f)
+        if n in ctx.params:
+            if n in ctx.locals:
+                return f"parameter `{n}` is rebound"
+            return self._param_varies(f, n, depth)
+        if n in ctx.locals:
+            assigns = ctx.locals[n]
+            if len(assigns) != 1:
+                return f"`{n}` is bound more than once"
+            a = assigns[0]
+            if a.kind in ("import", "def"):
+                return None
+            if a.kind not in ("assign", "annassign", "walrus") or a.in_loop:
+                return f"`{n}` changes on each iteration" if a.in_loop else f"`{n}` is bound by `{a.kind}`"
+            return self.varies(f, a.value, depth + 1)
+        if ctx.parent is not None:
+            c = ctx.parent
+            parent: FunctionContext | None = c
+            while parent is not None:
+                if n in parent.locals or n in parent.params:
+                    return f"`{n}` comes from the enclosing function"
+                parent = parent.parent
+        fi = p.modules_by_path.get(f.path)
+        if fi is None:
+            return "unknown module"
+        if n in fi.globals and fi.globals[n] is None and n not in fi.defs:
+            return f"module variable `{n}` is rebound"
+        if n in fi.globals:
+            for g in p.functions.values():
+                if g.module == fi.module and n in g.global_names and any(a.target == ("name", n) for a in g.assigns):
+                    return f"module variable `{n}` is assigned in `{g.qualname}`"
+        if p.resolve_name(fi.module, n) is None:
+            return f"`{n}` is not bound where cachelint can see it"
+        return None
+
+    def _param_varies(self, f: FunctionInfo, n: str, depth: int) -> str | None:
+        key = (f.qualname, n)
+        memo = self._param_memo
+        if key in memo:
+            return memo[key]
+        memo[key] = f"parameter `{n}` is being analysed"  # recursion guard: assume it varies
+        chain = self.hot.chain(f.qualname)
+        callers = self.hot.callers(f.qualname, CALLERS_FOLLOWED)
+        if chain is not None and len(chain) == 1:
+            result = f"`{n}` is an argument of the hot root `{f.name}`, new on each call"
+        elif not callers:
+            result = f"`{f.name}` is called where cachelint cannot see its `{n}` argument"
+        else:
+            result = None
+            params = list(f.params)
+            for g, c in callers:
+                arg = _argument_for(f, params, c, n)
+                if arg is None:
+                    result = f"a call of `{f.name}` (in `{g.qualname}`) passes `{n}` in a way cachelint does not follow"
+                    break
+                why = self.varies(g, arg, depth + 1)
+                if why is not None:
+                    result = f"`{g.name}` passes `{n}`, and {why}"
+                    break
+        memo[key] = result
+        return result
+
+    # ----- torch.compile ------------------------------------------------------------------
+    def compiled(self) -> dict:
+        """Functions compiled by torch.compile, with the compiled root reaching them."""
+        if self._compiled is not None:
+            return self._compiled
+        p = self.p
+        roots: list[str] = []
+        for f in p.functions.values():
+            if any(_is_compile_decorator(d) for d in f.decorators):
+                roots.append(f.qualname)
+        for c in p.classes.values():
+            if any(
+                (dotted(d[1] if d[0] == "call" else d) or "").split(".")[-1] == "support_torch_compile"
+                for d in c.decorators
+            ):
+                for sub in [c.qualname, *p.subclasses(c.qualname)]:
+                    m = p.lookup_method(sub, "forward")
+                    if m is not None:
+                        roots.append(m.qualname)
+        for fi in p.indexes:
+            for _name, val in fi.globals.items():
+                if (
+                    val is not None
+                    and val[0] == "call"
+                    and _is_compile_call(val[1])
+                    and val[2]
+                    and val[2][0][0] == "name"
+                ):
+                    qn = p.resolve_name(fi.module, val[2][0][1])
+                    if qn in p.functions:
+                        roots.append(qn)
+        out: dict = {}
+        queue: deque = deque()
+        for r in roots:
+            if r not in out:
+                out[r] = r
+                queue.append(r)
+        while queue:
+            qn = queue.popleft()
+            f = p.functions[qn]
+            for call in f.calls:
+                t = resolve_call(p, f, call)
+                if t is None or t.qualname in out or is_cached_function(t):
+                    continue
+                out[t.qualname] = out[qn]
+                queue.append(t.qualname)
+        self._compiled = out
+        return out
