@@ -58,7 +58,7 @@ def _enc_fn(f: FunctionInfo) -> list:
     t[_FN_ASSIGNS] = [_get_assign(a) for a in f.assigns]
     calls = f.__dict__["calls"]  # not f.calls: encoding reads nothing for the analysis
     # marshalled apart: loading an index leaves them as bytes until they are
-    # read (records._unpack_calls)
+    # read (records._Packed)
     t[_FN_CALLS] = calls if type(calls) is bytes else marshal.dumps([_get_call(c) for c in calls])
     return t
 
@@ -69,7 +69,7 @@ def encode_index(fi: FileIndex) -> list:
     t[_FI_FUNCTIONS] = [_enc_fn(f) for f in fi.functions]
     t[_FI_CALLS] = [_get_call(c) for c in fi.module_calls]
     t[_FI_ASSIGNS] = [_get_assign(a) for a in fi.module_assigns]
-    scans = fi.__dict__["scans"]  # as loaded, if it was (see index._Packed)
+    scans = fi.__dict__["scans"]  # as loaded, if it was (see records._Packed)
     # marshalled apart, like the calls: loaded as one bytes object per file,
     # unpacked on first read (records._Packed)
     t[_FI_SCANS] = marshal.dumps(scans) if type(scans) is tuple else scans
@@ -87,7 +87,7 @@ def _dec_fn(t: list) -> FunctionInfo:
 
 def decode_index(t: list, unpack_scans: bool = False) -> FileIndex:
     """The FileIndex of an encoded one. Its functions' calls stay marshalled
-    until read (see _enc_fn and records._unpack_calls): the analysis reads those
+    until read (see _enc_fn and records._Packed): the analysis reads those
     of about one function in eight (vLLM 0.33.0: 5,000 of 42,000), the hot
     paths' and the cache-site scans' hits. With ``unpack_scans``, the
     positions of the calls by scan key are unpacked now (every analysis

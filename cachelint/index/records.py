@@ -9,7 +9,9 @@ may stay marshalled until first read.
 from __future__ import annotations
 
 import marshal
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .expr import Expr, Guard, _last_name
 
@@ -90,30 +92,36 @@ class FunctionInfo:
         return p.name if p.kind == "pos" else None
 
 
-class _LazyCalls:
-    """``FunctionInfo.calls``: a list of CallSites, or, as loaded from the
-    cache, marshalled tuples turned into CallSites on first read (the analysis
-    reads the calls of about one function in eight; the others' are never
-    unpacked)."""
+class _Packed:
+    """A field that may hold its value marshalled (as loaded from the cache),
+    unmarshalled, and made into records by ``convert``, on first read:
+    ``FunctionInfo.calls`` (the analysis reads the calls of about one function
+    in eight; the others' are never unpacked) and ``FileIndex.scans``."""
 
-    def __get__(self, f, owner=None):
-        if f is None:
+    def __init__(self, name: str, convert: Callable[[Any], Any] | None = None) -> None:
+        self.name = name
+        self.convert = convert
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
             return self
-        calls = f.__dict__["calls"]
-        return calls if type(calls) is list else _unpack_calls(f)
+        v = obj.__dict__[self.name]
+        if type(v) is bytes:
+            v = marshal.loads(v)
+            if self.convert is not None:
+                v = self.convert(v)
+            obj.__dict__[self.name] = v
+        return v
 
-    def __set__(self, f, value) -> None:
-        f.__dict__["calls"] = value
-
-
-def _unpack_calls(f: FunctionInfo) -> list:
-    calls = f.__dict__["calls"]
-    if type(calls) is bytes:
-        calls = f.__dict__["calls"] = [CallSite(*c) for c in marshal.loads(calls)]
-    return calls
+    def __set__(self, obj, value) -> None:
+        obj.__dict__[self.name] = value
 
 
-FunctionInfo.calls = _LazyCalls()  # type: ignore[assignment]  # after @dataclass: it keeps the field
+def _call_sites(rows: list) -> list[CallSite]:
+    return [CallSite(*c) for c in rows]
+
+
+FunctionInfo.calls = _Packed("calls", _call_sites)  # type: ignore[assignment]  # after @dataclass: it keeps the field
 
 
 @dataclass
@@ -160,25 +168,6 @@ class FileIndex:
     # cachelint.facts.cachesites may pick up (see scan_keys); None: not computed;
     # bytes: as loaded from the cache, unpacked on first use
     scans: tuple | bytes | None = None
-
-
-class _Packed:
-    """A field that may hold its value marshalled (as loaded from the cache),
-    unmarshalled on first read: ``FileIndex.scans``."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self
-        v = obj.__dict__[self.name]
-        if type(v) is bytes:
-            v = obj.__dict__[self.name] = marshal.loads(v)
-        return v
-
-    def __set__(self, obj, value) -> None:
-        obj.__dict__[self.name] = value
 
 
 FileIndex.scans = _Packed("scans")  # type: ignore[assignment]  # after @dataclass: it keeps the field
