@@ -46,9 +46,12 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from ..files import atomic_write
+from ..files import atomic_write, read_bytes
+from ..gcpause import gc_paused
+from ..index import pool, walk
 from ..index.codec import decode_index, encode_index
 from ..model import Applicability, Edit, EditKind, Finding, Fix, Span
+from ..rules.runner import run_rules
 
 FORMAT = 3
 DEFAULT_DIR = ".cachelint_cache"
@@ -345,12 +348,6 @@ def _index_key(fp: str, sf, content: str) -> str:
     return digest(f"{fp}|{sf.path}|{sf.module}|{int(sf.is_package)}|{content}".encode("utf-8", "surrogatepass"))
 
 
-def _parallel_threshold() -> int:
-    from ..index.pool import PARALLEL_THRESHOLD
-
-    return PARALLEL_THRESHOLD
-
-
 def cached_findings(
     files,
     config,
@@ -372,12 +369,6 @@ def cached_findings(
     ``make_analysis(indexes)`` builds the analysis (presets merged, the lock
     loaded); ``lock`` is the lock file's content hash ("-" for none).
     """
-    from ..files import read_bytes
-    from ..gcpause import gc_paused
-    from ..index.pool import default_jobs, index_shared
-    from ..index.walk import index_bytes, index_file
-    from ..rules.runner import run_rules
-
     fp = tool_fingerprint()
     blobs: list = []
     hashes: list[str] = []
@@ -409,7 +400,7 @@ def cached_findings(
         todo = []
         for i, sf in enumerate(files):
             if blobs[i] is None:
-                indexes[i] = index_file(sf.path, sf.module, sf.is_package)
+                indexes[i] = walk.index_file(sf.path, sf.module, sf.is_package)
                 continue
             t = cache.get_index(keys[i])
             if t is not None:
@@ -421,9 +412,9 @@ def cached_findings(
                 except (TypeError, ValueError, IndexError):
                     pass
             todo.append(i)
-        jobs = default_jobs() if jobs is None else jobs
+        jobs = pool.default_jobs() if jobs is None else jobs
         done = None
-        if jobs > 1 and len(todo) >= _parallel_threshold():
+        if jobs > 1 and len(todo) >= pool.PARALLEL_THRESHOLD:
             items = [(blobs[i], files[i].path, files[i].module, files[i].is_package) for i in todo]
 
             def store_local(k, fi):
@@ -432,14 +423,14 @@ def cached_findings(
             def store_remote(k, body):
                 cache.add_index(keys[todo[k]], body)
 
-            done = index_shared(items, jobs, store_local, store_remote, progress)
+            done = pool.index_shared(items, jobs, store_local, store_remote, progress)
         if done is not None:
             for i, fi in zip(todo, done):
                 indexes[i] = fi
         else:
             for i in todo:
                 sf = files[i]
-                fi = index_bytes(blobs[i], sf.path, sf.module, sf.is_package)
+                fi = walk.index_bytes(blobs[i], sf.path, sf.module, sf.is_package)
                 cache.add_index(keys[i], marshal.dumps(encode_index(fi)))
                 indexes[i] = fi
                 if progress is not None:
