@@ -144,12 +144,7 @@ def check(
             analysis = make_analysis(indexes)
             raw, flags = run_rules(analysis, rules)
             findings, how = [f for f, s in zip(raw, flags) if not s], "off"
-        if report_only is not None:
-            # findings in the given files, and those about the project itself
-            # (a broken invariant of cachelint.lock, reported at the lock)
-            inside = _within(report_only)
-            findings = [f for f in findings if inside(f.path) or not f.path.endswith(".py")]
-        findings.sort(key=lambda f: (f.path, f.span.line, f.span.column, f.code))
+        findings = _reported(findings, report_only)
         result = Result(findings=findings, files=len(files), cache=how, lock_path=str(lock_path), _resolve=resolve)
         if unsafe_fixes is None:
             unsafe_fixes = config.unsafe_fixes  # presets never set it
@@ -202,12 +197,17 @@ def _reanalyse(paths, config: Config, rules, jobs, report_only, lock_path: Path)
     files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
     analysis = _analysis(index_files(files, jobs), _resolve(config, files), lock_path)
     raw, flags = run_rules(analysis, rules)
-    findings = [f for f, s in zip(raw, flags) if not s]
+    return analysis, _reported([f for f, s in zip(raw, flags) if not s], report_only)
+
+
+def _reported(findings: list[Finding], report_only: list[str] | None) -> list[Finding]:
+    """The findings to report, sorted: with ``report_only``, those in the given
+    files and those about the project itself (a broken invariant of
+    cachelint.lock, reported at the lock)."""
     if report_only is not None:
         inside = _within(report_only)
         findings = [f for f in findings if inside(f.path) or not f.path.endswith(".py")]
-    findings.sort(key=lambda f: (f.path, f.span.line, f.span.column, f.code))
-    return analysis, findings
+    return sorted(findings, key=lambda f: (f.path, f.span.line, f.span.column, f.code))
 
 
 def lock_hash(lock_path: Path) -> str:
