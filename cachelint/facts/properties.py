@@ -22,6 +22,9 @@ many). So this stage works in two steps:
 Each resolved read is returned as a :class:`~cachelint.index.walk.CallSite` with
 ``is_read`` set, with no arguments, so CL002's selection (repeated work),
 hoisting and safety analysis treat it exactly like a call of the getter.
+
+CL002 keeps the getters at its reported cost level (:func:`reported_properties`)
+and ties each read to its getter and cost (:func:`property_read_sites`).
 """
 
 from __future__ import annotations
@@ -155,3 +158,28 @@ def resolve_read(
         if fn is getter:
             return recv + (c.func[2],), fn, cost
     return None
+
+
+def reported_properties(program: Program, costs: CostModel, low_ok: bool) -> dict[str, list[tuple[FunctionInfo, Cost]]]:
+    """Property name -> its expensive getters at the reported cost level:
+    those whose catalog cost is ``low`` only with ``low_ok``; names left with
+    none are dropped."""
+    wanted = {
+        name: [(fn, cost) for fn, cost in getters if low_ok or cost.cost != "low"]
+        for name, getters in expensive_properties(program, costs).items()
+    }
+    return {n: g for n, g in wanted.items() if g}
+
+
+def property_read_sites(
+    program: Program, reads: list[tuple[FunctionInfo, CallSite]], wanted: dict
+) -> list[tuple[FunctionInfo, CallSite, tuple | None, Cost]]:
+    """(function, read, canonical callee, cost) of each of ``reads`` that reads
+    one of the ``wanted`` getters (:func:`resolve_read`)."""
+    out = []
+    for f, c in reads:
+        r = resolve_read(program, f, c, wanted)
+        if r is not None:
+            callee, _getter, cost = r
+            out.append((f, c, callee, cost))
+    return out

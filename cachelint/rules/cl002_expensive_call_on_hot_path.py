@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ..facts.cost import CostModel
-from ..facts.properties import hot_property_reads
-from ..facts.property_sites import property_read_sites, reported_properties
+from ..facts.properties import hot_property_reads, property_read_sites, reported_properties
 from ..fixes.hoisting import HoistPlanner, Site
 from ..fixes.hotcalls import hot_call_finding
 from ..index.expr import dotted
