@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .apply.fixer import FileFix, compute_fixes, write_fix
+from .apply.fixer import FileFix
+from .apply.passes import run_fix_passes
 from .config import Config, resolve_presets
 from .discover.walk import SourceFile, discover
 from .index.pool import index_files
@@ -148,56 +149,26 @@ def check(
         result = Result(findings=findings, files=len(files), cache=how, lock_path=str(lock_path), _resolve=resolve)
         if unsafe_fixes is None:
             unsafe_fixes = config.unsafe_fixes  # presets never set it
-        if fix:
-            # Like ruff, fix until nothing changes: a fix can enable another (a
-            # value hoisted into __init__ becomes a cached attribute that CL001
-            # then has other readers use). Each pass after the first re-analyses.
-            for n in range(MAX_FIX_PASSES):
-                by_path = analysis.program.modules_by_path if analysis is not None else {}
-                digests = {path: fi.digest for path, fi in by_path.items()}
-                if progress is not None:
-                    progress.stage("Fixing", len({f.path for f in findings if f.fix is not None}))
-                file_fixes = compute_fixes(findings, unsafe_fixes, digests, progress)
-                fixed_ids: set = set()
-                for ff in file_fixes:
-                    if ff.error:
-                        result.errors.append(f"{ff.path}: {ff.error}")
-                        continue
-                    if write:
-                        err = write_fix(ff, roots=list(paths))
-                        if err:
-                            result.errors.append(err)
-                            continue
-                    fixed_ids.update(id(f) for f in ff.findings)
-                changed = [ff for ff in file_fixes if not ff.error and ff.new != ff.old]
-                result.file_fixes.extend(changed)
-                fixed_now = [f for f in findings if id(f) in fixed_ids]
-                result.fixed.extend(fixed_now)
-                result.findings = [f for f in findings if id(f) not in fixed_ids]
-                if write and analysis is not None:
-                    _record_invariants(analysis, rules, result, fixed_now)
-                if not write or not changed or n + 1 == MAX_FIX_PASSES:
-                    break
-                analysis, findings = _reanalyse(paths, config, rules, jobs, report_only, lock_path)
-                result.findings = findings
+        if fix and analysis is not None:
+            done = run_fix_passes(
+                analysis,
+                findings,
+                rules,
+                unsafe_fixes=bool(unsafe_fixes),
+                write=write,
+                roots=list(paths),
+                reported=lambda raw: _reported(raw, report_only),
+                progress=progress,
+            )
+            result.findings, result.fixed, result.file_fixes = done.findings, done.fixed, done.file_fixes
+            result.errors.extend(done.errors)
+            result.lock_written = done.lock_written
         return result
     finally:
         # the index and the analysis were frozen out of the GC's reach for the
         # run (gc_paused); back in the oldest generation, what the caller
         # drops is collected again (a cheap list splice, no collection)
         gc.unfreeze()
-
-
-# fix passes at most (each after the first re-analyses the tree)
-MAX_FIX_PASSES = 10
-
-
-def _reanalyse(paths, config: Config, rules, jobs, report_only, lock_path: Path) -> tuple[Analysis, list[Finding]]:
-    """A fresh analysis after a fix pass wrote files (no cache: the tree just changed)."""
-    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
-    analysis = _analysis(index_files(files, jobs), _resolve(config, files), lock_path)
-    raw, flags = run_rules(analysis, rules)
-    return analysis, _reported([f for f, s in zip(raw, flags) if not s], report_only)
 
 
 def _reported(findings: list[Finding], report_only: list[str] | None) -> list[Finding]:
@@ -218,26 +189,6 @@ def lock_hash(lock_path: Path) -> str:
         return digest(lock_path.read_bytes())
     except OSError:
         return "-"
-
-
-def _record_invariants(analysis: Analysis, rules, result: Result, fixed: list[Finding]) -> None:
-    """Write or extend cachelint.lock with what the applied fixes rely on
-    (each rule's :meth:`~cachelint.rules.base.Rule.lock_invariants`)."""
-    from .lock.lockfile import merge
-    from .lock.lockfile import write as write_lock
-
-    new = []
-    for rule_cls in rules:
-        mine = [f for f in fixed if f.code == rule_cls.code]
-        if mine:
-            new.extend(rule_cls().lock_invariants(analysis, mine))
-    if not new or analysis.lock_path is None:
-        return
-    path = Path(analysis.lock_path)
-    try:
-        result.lock_written = write_lock(path, merge(analysis.invariants or [], new)) or result.lock_written
-    except OSError as e:
-        result.errors.append(f"{path}: cannot write the lock: {e}")
 
 
 def rebuild_lock(paths: list[str], config: Config | None = None, *, write: bool = True, jobs: int | None = None):

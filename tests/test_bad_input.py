@@ -189,7 +189,7 @@ def test_symlinked_file_is_fixed_through_the_link_only_inside_the_paths(project,
 
 
 def test_file_changed_after_analysis_is_not_fixed(project, monkeypatch, capsys):
-    from cachelint.apply import fixer
+    from cachelint.apply import fixer, passes
 
     users = project / "pkg" / "users.py"
     original_compute = fixer.compute_fixes
@@ -198,7 +198,7 @@ def test_file_changed_after_analysis_is_not_fixed(project, monkeypatch, capsys):
         users.write_text(users.read_text() + "\n# edited by someone else\n")
         return original_compute(*args, **kw)
 
-    monkeypatch.setattr(api, "compute_fixes", edit_then_compute)
+    monkeypatch.setattr(passes, "compute_fixes", edit_then_compute)
     monkeypatch.chdir(project)
     res = api.check(["."], load_config_file(project / "pyproject.toml"), fix=True)
     assert res.fixed == []
@@ -208,7 +208,7 @@ def test_file_changed_after_analysis_is_not_fixed(project, monkeypatch, capsys):
 
 
 def test_file_changed_between_fix_and_write_is_not_written(project, monkeypatch):
-    from cachelint.apply import fixer
+    from cachelint.apply import fixer, passes
 
     users = project / "pkg" / "users.py"
     original_write = fixer.write_fix
@@ -217,7 +217,7 @@ def test_file_changed_between_fix_and_write_is_not_written(project, monkeypatch)
         Path(ff.path).write_text(ff.old + "# late edit\n")
         return original_write(ff, roots)
 
-    monkeypatch.setattr(api, "write_fix", edit_then_write)
+    monkeypatch.setattr(passes, "write_fix", edit_then_write)
     monkeypatch.chdir(project)
     res = api.check(["."], load_config_file(project / "pyproject.toml"), fix=True)
     assert any("changed on disk since it was read; fix not written" in e for e in res.errors)

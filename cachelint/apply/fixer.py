@@ -31,6 +31,8 @@ class FileFix:
     new: str
     findings: list = field(default_factory=list)  # the findings it fixes
     error: str | None = None
+    encoding: str = "utf-8"  # the file's, as read: the fix is written in it
+    bom: bool = False
 
     def diff(self) -> str:
         return "".join(
@@ -69,10 +71,12 @@ def compute_fixes(
     unsafe_fixes: bool,
     digests: dict[str, str] | None = None,
     progress=None,
+    texts: dict[str, str] | None = None,
 ) -> list[FileFix]:
     """``digests``: each file's :func:`~cachelint.index.walk.source_digest` when it
     was analysed; a file whose content differs now is not fixed (the
-    findings' positions would be stale)."""
+    findings' positions would be stale). ``texts``: files' current texts
+    held in memory (an earlier fix pass's output), read instead of the disk."""
     from codemods._common import FixError
 
     from ..files import source_digest
@@ -86,11 +90,14 @@ def compute_fixes(
         fs = sorted(by_path[path], key=lambda f: (f.span.line, f.span.column))
         if progress is not None:
             progress.advance()
-        try:
-            _, text, _, _ = _read(path)
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as e:
-            out.append(FileFix(path, "", "", fs, f"cannot read: {e}"))
-            continue
+        text = (texts or {}).get(path)
+        enc, bom = "utf-8", False
+        if text is None:
+            try:
+                _, text, enc, bom = _read(path)
+            except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as e:
+                out.append(FileFix(path, "", "", fs, f"cannot read: {e}"))
+                continue
         expected = (digests or {}).get(path)
         if expected and source_digest(text) != expected:
             out.append(FileFix(path, text, text, [], "changed on disk since it was analysed; fix not written"))
@@ -104,7 +111,7 @@ def compute_fixes(
         except (RecursionError, MemoryError) as e:
             out.append(FileFix(path, text, text, [], f"fix skipped: {type(e).__name__} in the rewriter"))
             continue
-        out.append(FileFix(path, text, code, fixed))
+        out.append(FileFix(path, text, code, fixed, encoding=enc, bom=bom))
     return out
 
 
@@ -251,6 +258,31 @@ def _apply_windowed(text: str, edits: list, path: str):
     return ApplyResult(code=code, applied=applied, unmatched=unmatched)
 
 
+def encode_fix(ff: FileFix, enc: str, bom: bool) -> tuple[bytes, str | None]:
+    """The bytes of the fixed file, in its encoding ``enc`` (with a BOM if it
+    had one), or an error when the rewritten code does not compile or cannot
+    be written in that encoding: what ``--fix`` would write, or why not."""
+    try:
+        with _quiet():
+            compile(ff.new, ff.path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        return b"", f"{ff.path}: rewritten code does not compile ({type(e).__name__}: {e}); fix not written"
+    try:
+        payload = ff.new.encode(enc if not bom else "utf-8")
+    except UnicodeEncodeError as e:
+        return b"", f"{ff.path}: the fix cannot be written in the file's encoding {enc} ({e}); fix not written"
+    return (b"\xef\xbb\xbf" + payload if bom else payload), None
+
+
+def check_fix(ff: FileFix, roots: list[str] | None = None) -> tuple[bytes, str | None]:
+    """What :func:`write_fix` would write for ``ff`` (read from the texts in
+    memory, not the disk), or the error for which it would not: ``--diff``."""
+    target = os.path.realpath(ff.path)
+    if roots is not None and not _inside(target, roots):
+        return b"", f"{ff.path}: links to {target}, outside the checked paths; fix not written"
+    return encode_fix(ff, ff.encoding, ff.bom)
+
+
 def write_fix(ff: FileFix, roots: list[str] | None = None) -> str | None:
     """Write one fixed file atomically. Returns an error message or None.
 
@@ -273,17 +305,9 @@ def write_fix(ff: FileFix, roots: list[str] | None = None) -> str | None:
         return f"{ff.path}: changed on disk since it was read; fix not written"
     if ff.new == ff.old:
         return None
-    try:
-        with _quiet():
-            compile(ff.new, ff.path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        return f"{ff.path}: rewritten code does not compile ({type(e).__name__}: {e}); fix not written"
-    try:
-        payload = ff.new.encode(enc if not bom else "utf-8")
-    except UnicodeEncodeError as e:
-        return f"{ff.path}: the fix cannot be written in the file's encoding {enc} ({e}); fix not written"
-    if bom:
-        payload = b"\xef\xbb\xbf" + payload
+    payload, err = encode_fix(ff, enc, bom)
+    if err is not None:
+        return err
     try:
         st = os.stat(target)
     except OSError as e:

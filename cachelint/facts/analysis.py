@@ -27,9 +27,10 @@ class Analysis:
         config: Config,
         invariants: list[Invariant] | None = None,
         lock_path: str | None = None,
+        sources: dict[str, bytes] | None = None,
     ) -> None:
         self.config = config
-        self.program = Program(indexes)
+        self.program = Program(indexes, sources)
         self.catalog = Catalog(config.catalog)
         # the invariants of cachelint.lock (None: no lock file)
         self.invariants = invariants

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..files import decode_source, read_bytes
+from ..files import decode_source
 from ..index.expr import _last_name, dotted, render
 from ..index.records import FunctionInfo
 from ..index.walk import index_source
@@ -222,7 +222,7 @@ class InvariantCheck:
             if not names:
                 continue
             try:
-                data = read_bytes(fi.path)
+                data = p.source_bytes(fi.path)
             except OSError:
                 continue
             names = frozenset(n for n in names if n.encode() in data)

@@ -29,7 +29,7 @@ and ties each read to its getter and cost (:func:`property_read_sites`).
 
 from __future__ import annotations
 
-from ..files import decode_source, read_bytes, source_digest, split_lines
+from ..files import decode_source, source_digest, split_lines
 from ..index.records import CallSite, FunctionInfo
 from ..index.walk import function_reads
 from ..semantic.callgraph import HotPaths
@@ -92,7 +92,7 @@ def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[Fun
         if fi is None or fi.error:
             continue
         try:
-            data = read_bytes(path)
+            data = program.source_bytes(path)
         except OSError:
             continue
         in_file = named_in(data, names)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import builtins
 
+from ..files import read_bytes
 from ..index.expr import conv, dotted
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
 from .values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
@@ -76,8 +77,11 @@ class FunctionContext:
 
 
 class Program:
-    def __init__(self, indexes: list[FileIndex]) -> None:
+    def __init__(self, indexes: list[FileIndex], sources: dict[str, bytes] | None = None) -> None:
         self.indexes = indexes
+        # files whose analysed content is held in memory, not on disk (a
+        # fix pass's output under --diff): path -> the bytes --fix would write
+        self._overlay = sources or {}
         self.modules: dict[str, FileIndex] = {}
         self.modules_by_path: dict[str, FileIndex] = {}
         self.functions: dict[str, FunctionInfo] = {}
@@ -103,6 +107,12 @@ class Program:
         self._in_progress: set = set()
         self._subclasses: dict | None = None
         self._callees: dict = {}
+
+    def source_bytes(self, path: str) -> bytes:
+        """The bytes of the file as analysed (raises OSError if unreadable):
+        every stage that reads source text past the index reads it here."""
+        data = self._overlay.get(path)
+        return data if data is not None else read_bytes(path)
 
     # ----- names -------------------------------------------------------------
     def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 
 from ...facts.catalog import PURE_BUILTINS
-from ...files import read_source, split_lines
+from ...files import decode_source, split_lines
 from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
 from ...semantic.callgraph import HotPaths, resolve_call
@@ -34,7 +34,7 @@ class InputAnalysis:
         lines = self._sources.get(path)
         if lines is None:
             try:
-                lines = split_lines(read_source(path))
+                lines = split_lines(decode_source(self.p.source_bytes(path)))
             except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
                 lines = []
             self._sources[path] = lines

@@ -1,0 +1,99 @@
+"""``--diff`` shows exactly what ``--fix`` writes, every fix pass included.
+
+For each fixture project (and, in the slow tier, a real vLLM tree) the diff
+printed by ``check --diff`` must equal the unified diff between the tree
+before and after ``check --fix``, with and without ``--unsafe-fixes``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .helpers import FIXTURES, run_cli
+
+PROJECTS = sorted(
+    [p.parent / "before" for p in FIXTURES.glob("*/case.toml") if (p.parent / "before").is_dir()]
+    + [p.parent / "project" for p in FIXTURES.glob("soundness/*/case.toml")]
+)
+
+
+def _expected_diff(before: Path, after: Path) -> str:
+    out = []
+    for p in sorted(before.rglob("*.py"), key=lambda p: str(p.relative_to(before))):
+        rel = str(p.relative_to(before))
+        if p.read_bytes() == (after / rel).read_bytes():
+            continue
+        old, new = p.read_text(encoding="utf-8"), (after / rel).read_text(encoding="utf-8")
+        if old != new:
+            out.extend(
+                difflib.unified_diff(
+                    old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{rel}", tofile=f"b/{rel}"
+                )
+            )
+    return "".join(out)
+
+
+def assert_diff_equals_fix(src: Path, tmp_path: Path, *args: str) -> str:
+    diff_tree, fix_tree = tmp_path / "diff", tmp_path / "fix"
+    shutil.copytree(src, diff_tree, ignore=shutil.ignore_patterns("__pycache__", "cachelint.lock"))
+    shutil.copytree(src, fix_tree, ignore=shutil.ignore_patterns("__pycache__", "cachelint.lock"))
+    shown = run_cli("check", ".", "--diff", "--no-cache", *args, cwd=diff_tree)
+    assert "Traceback" not in shown.stderr, shown.stderr
+    written = run_cli("check", ".", "--fix", "--no-cache", *args, cwd=fix_tree)
+    assert "Traceback" not in written.stderr, written.stderr
+    # --diff wrote nothing
+    assert _expected_diff(src, diff_tree) == ""
+    assert shown.stdout == _expected_diff(diff_tree, fix_tree)
+    return shown.stdout
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+@pytest.mark.parametrize("project", PROJECTS, ids=[str(p.parent.relative_to(FIXTURES)) for p in PROJECTS])
+def test_diff_equals_fix_on_fixtures(project: Path, unsafe: bool, tmp_path: Path) -> None:
+    assert_diff_equals_fix(project, tmp_path, *(["--unsafe-fixes"] if unsafe else []))
+
+
+def test_diff_includes_later_passes(tmp_path: Path) -> None:
+    """A hoist into ``__init__`` creates a cached attribute that a second pass
+    has another reader use: the diff shows both passes' edits."""
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pyproject.toml").write_text(
+        "[tool.cachelint]\n"
+        'preset = "none"\n'
+        'hot-roots = [{ pattern = "pkg.runner.Runner.step", kind = "per-step" }]\n'
+        'extend-expensive-calls = [{ pattern = "*.build_table", kind = "processor", pure = true }]\n'
+    )
+    (src / "pkg" / "__init__.py").write_text("")
+    (src / "pkg" / "runner.py").write_text(
+        "from dataclasses import dataclass\n\n\n"
+        "def build_table(n: int) -> tuple:\n"
+        "    return tuple(range(n))\n\n\n"
+        "@dataclass(frozen=True)\n"
+        "class Config:\n"
+        "    size: int\n\n\n"
+        "class Runner:\n"
+        "    def __init__(self, config: Config):\n"
+        "        self.config = config\n\n"
+        "    def step(self, i: int) -> int:\n"
+        "        return build_table(self.config.size)[i]\n\n"
+        "    def describe(self) -> int:\n"
+        "        return len(build_table(self.config.size))\n"
+    )
+    diff = assert_diff_equals_fix(src, tmp_path / "out")
+    assert diff, "the fixture has fixes"
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("version", ["0.10.2", "0.33.0"])
+def test_diff_equals_fix_on_vllm(version: str, tmp_path: Path) -> None:
+    from .vllm_source import vllm_source
+
+    src = tmp_path / "src"
+    shutil.copytree(vllm_source(version) / "vllm", src / "vllm")
+    diff = assert_diff_equals_fix(src, tmp_path / "out", "--unsafe-fixes")
+    assert diff.count("\n+++ b/") + diff.startswith("+++ b/") >= 1
