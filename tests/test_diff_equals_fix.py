@@ -97,3 +97,31 @@ def test_diff_equals_fix_on_vllm(version: str, tmp_path: Path) -> None:
     shutil.copytree(vllm_source(version) / "vllm", src / "vllm")
     diff = assert_diff_equals_fix(src, tmp_path / "out", "--unsafe-fixes")
     assert diff.count("\n+++ b/") + diff.startswith("+++ b/") >= 1
+
+
+def test_parallel_rewrite_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files rewritten by forked workers come out as when rewritten one by one,
+    with the same findings applied (the same objects, not copies)."""
+    from cachelint import api
+    from cachelint.apply import fixer
+    from cachelint.config import load_config_file
+
+    src = FIXTURES / "guards" / "before"
+    work = tmp_path / "w"
+    shutil.copytree(src, work)
+    pkg = work / "pkg"
+    for i in range(3):  # several files to fix
+        (pkg / f"users_{i}.py").write_text((pkg / "users.py").read_text())
+    cfg = load_config_file(work / "pyproject.toml")
+    res = api.check([str(work)], cfg, fix=False)
+    findings = [f for f in res.findings if f.fix is not None]
+    assert len({f.path for f in findings}) >= 3
+    serial = fixer.compute_fixes(findings, True, jobs=1)
+    pooled: list = []
+    real = fixer._rewrite_parallel
+    monkeypatch.setattr(fixer, "_rewrite_parallel", lambda *a: pooled.append(real(*a)) or pooled[-1])
+    parallel = fixer.compute_fixes(findings, True, jobs=2)
+    assert pooled and pooled[0] is not None, "the workers did not run"
+    assert [(ff.path, ff.new, ff.error) for ff in serial] == [(ff.path, ff.new, ff.error) for ff in parallel]
+    assert [[id(f) for f in ff.findings] for ff in serial] == [[id(f) for f in ff.findings] for ff in parallel]
+    assert all(ff.new != ff.old for ff in parallel)

@@ -72,13 +72,13 @@ def compute_fixes(
     digests: dict[str, str] | None = None,
     progress=None,
     texts: dict[str, str] | None = None,
+    jobs: int | None = None,
 ) -> list[FileFix]:
     """``digests``: each file's :func:`~cachelint.index.walk.source_digest` when it
     was analysed; a file whose content differs now is not fixed (the
     findings' positions would be stale). ``texts``: files' current texts
-    held in memory (an earlier fix pass's output), read instead of the disk."""
-    from codemods._common import FixError
-
+    held in memory (an earlier fix pass's output), read instead of the disk.
+    The files are rewritten on ``jobs`` cores (see :func:`_rewrite_all`)."""
     from ..files import source_digest
 
     by_path: dict[str, list[Finding]] = {}
@@ -86,10 +86,9 @@ def compute_fixes(
         if applicable(f, unsafe_fixes):
             by_path.setdefault(f.path, []).append(f)
     out: list[FileFix] = []
+    todo: list[FileFix] = []  # read and unchanged since the analysis: to rewrite
     for path in sorted(by_path):
         fs = sorted(by_path[path], key=lambda f: (f.span.line, f.span.column))
-        if progress is not None:
-            progress.advance()
         text = (texts or {}).get(path)
         enc, bom = "utf-8", False
         if text is None:
@@ -102,17 +101,89 @@ def compute_fixes(
         if expected and source_digest(text) != expected:
             out.append(FileFix(path, text, text, [], "changed on disk since it was analysed; fix not written"))
             continue
-        try:
-            with _quiet():
-                code, fixed = _apply_atomically(text, fs, path)
-        except FixError as e:
-            out.append(FileFix(path, text, text, [], f"fix skipped: {e}"))
-            continue
-        except (RecursionError, MemoryError) as e:
-            out.append(FileFix(path, text, text, [], f"fix skipped: {type(e).__name__} in the rewriter"))
-            continue
-        out.append(FileFix(path, text, code, fixed, encoding=enc, bom=bom))
+        todo.append(FileFix(path, text, text, fs, encoding=enc, bom=bom))
+    out.extend(_rewrite_all(todo, jobs, progress))
+    return sorted(out, key=lambda ff: ff.path)
+
+
+# below this many files to rewrite, a process pool costs more than it saves
+PARALLEL_FILES = 2
+_WORK: list[FileFix] = []  # the pool's input, inherited by forked workers (no pickling of findings)
+
+
+def _rewrite_all(todo: list[FileFix], jobs: int | None, progress=None) -> list[FileFix]:
+    """Each file's fixes applied (``FileFix.new``, and the findings applied).
+
+    LibCST takes about a second for a file of a few thousand lines, and the
+    files are independent: with several files and cores, forked workers
+    rewrite them, largest first, and send back only the new text and which
+    findings it applies. Without ``fork`` (or with one core), one by one.
+    """
+    from ..index.pool import default_jobs
+
+    jobs = default_jobs() if jobs is None else jobs
+    results: list | None = None
+    if jobs > 1 and len(todo) >= PARALLEL_FILES:
+        results = _rewrite_parallel(todo, jobs, progress)
+    if results is None:
+        results = []
+        for ff in todo:
+            results.append(_rewrite(ff))
+            if progress is not None:
+                progress.advance()
+    out = []
+    for ff, (code, applied, error) in zip(todo, results):
+        if error is not None:
+            out.append(FileFix(ff.path, ff.old, ff.old, [], error))
+        else:
+            out.append(
+                FileFix(ff.path, ff.old, code, [ff.findings[i] for i in applied], encoding=ff.encoding, bom=ff.bom)
+            )
     return out
+
+
+def _rewrite(ff: FileFix) -> tuple[str, list[int], str | None]:
+    """(new text, indexes of the findings applied, error) for one file."""
+    from codemods._common import FixError
+
+    try:
+        with _quiet():
+            code, fixed = _apply_atomically(ff.old, ff.findings, ff.path)
+    except FixError as e:
+        return ff.old, [], f"fix skipped: {e}"
+    except (RecursionError, MemoryError) as e:
+        return ff.old, [], f"fix skipped: {type(e).__name__} in the rewriter"
+    done = {id(f) for f in fixed}
+    return code, [i for i, f in enumerate(ff.findings) if id(f) in done], None
+
+
+def _rewrite_nth(i: int) -> tuple[str, list[int], str | None]:
+    return _rewrite(_WORK[i])
+
+
+def _rewrite_parallel(todo: list[FileFix], jobs: int, progress=None) -> list | None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    results: list = [None] * len(todo)
+    _WORK[:] = todo
+    try:
+        with ProcessPoolExecutor(
+            max_workers=min(jobs, len(todo)), mp_context=multiprocessing.get_context("fork")
+        ) as pool:
+            order = sorted(range(len(todo)), key=lambda i: -len(todo[i].old))
+            futures = {pool.submit(_rewrite_nth, i): i for i in order}
+            for fut in as_completed(futures):
+                results[futures[fut]] = fut.result()
+                if progress is not None:
+                    progress.advance()
+    except (OSError, RuntimeError, EOFError):  # no working pool here (BrokenProcessPool is a RuntimeError)
+        return None
+    finally:
+        _WORK.clear()
+    return results
 
 
 def _apply_atomically(text: str, fs: list[Finding], path: str) -> tuple[str, list[Finding]]:
