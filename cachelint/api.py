@@ -159,6 +159,7 @@ def check(
                 roots=list(paths),
                 reported=lambda raw: _reported(raw, report_only),
                 progress=progress,
+                jobs=jobs,
             )
             result.findings, result.fixed, result.file_fixes = done.findings, done.fixed, done.file_fixes
             result.errors.extend(done.errors)

@@ -50,12 +50,13 @@ def run_fix_passes(
     roots: list[str],
     reported: Callable[[list[Finding]], list[Finding]],
     progress=None,
+    jobs: int | None = None,
 ) -> FixOutcome:
     """Fix ``findings`` (those of ``analysis``) pass after pass.
 
     ``write``: write each pass's files (``--fix``); otherwise keep them in
     memory (``--diff``). ``reported`` chooses and sorts the findings to
-    report and fix from a pass's raw findings.
+    report and fix from a pass's raw findings. ``jobs``: cores for rewriting.
     """
     out = FixOutcome(findings=findings)
     texts: dict[str, str] = {}  # path -> its text after the passes so far
@@ -66,7 +67,7 @@ def run_fix_passes(
         digests = {path: fi.digest for path, fi in analysis.program.modules_by_path.items()}
         if progress is not None:
             progress.stage("Fixing", len({f.path for f in findings if f.fix is not None}))
-        file_fixes = compute_fixes(findings, unsafe_fixes, digests, progress, texts)
+        file_fixes = compute_fixes(findings, unsafe_fixes, digests, progress, texts, jobs)
         fixed_ids: set = set()
         changed: list[FileFix] = []
         for ff in file_fixes:
