@@ -63,7 +63,7 @@ def lock_location(paths: list[str], config: Config) -> Path:
 def analyse(
     paths: list[str], config: Config, jobs: int | None = None, progress: Progress | None = None
 ) -> tuple[Analysis, list[SourceFile]]:
-    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    files = _discover(paths, config)
     lock_path = lock_location(paths, config)
     if progress is not None:
         progress.stage("Indexing", len(files))
@@ -71,6 +71,12 @@ def analyse(
     if progress is not None:
         progress.stage("Analysing")
     return _analysis(indexes, _resolve(config, files), lock_path), files
+
+
+def _discover(paths: list[str], config: Config) -> list[SourceFile]:
+    return discover(
+        paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore, src=config.source_roots()
+    )
 
 
 def _analysis(indexes: list[FileIndex], config: Config, lock_path: Path) -> Analysis:
@@ -106,7 +112,7 @@ def check(
     try:
         config = config or Config()
         rules = select_rules(config.select, config.ignore)
-        files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+        files = _discover(paths, config)
         lock_path = lock_location(paths, config)
         resolved: list[Config] = []
 
@@ -194,7 +200,7 @@ MAX_FIX_PASSES = 10
 
 def _reanalyse(paths, config: Config, rules, jobs, report_only, lock_path: Path) -> tuple[Analysis, list[Finding]]:
     """A fresh analysis after a fix pass wrote files (no cache: the tree just changed)."""
-    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    files = _discover(paths, config)
     analysis = _analysis(index_files(files, jobs), _resolve(config, files), lock_path)
     raw, flags = run_rules(analysis, rules)
     return analysis, _reported([f for f, s in zip(raw, flags) if not s], report_only)

@@ -57,6 +57,7 @@ class Config:
     expensive_calls: tuple[CatalogEntry, ...] | None = None
     extend_expensive_calls: tuple[CatalogEntry, ...] = ()
     pure_calls: tuple[str, ...] = ()
+    src: tuple[str, ...] = ()  # source roots, relative to the configuration file's directory
     unsafe_fixes: bool = False
     min_cost: str = "high"  # CL002 reports catalog entries of at least this cost
     source: str | None = None  # the file it came from
@@ -67,6 +68,11 @@ class Config:
 
     def with_overrides(self, **kw) -> Config:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+    def source_roots(self) -> tuple[Path, ...]:
+        """``src`` as directories: relative to the configuration file, else to the current directory."""
+        base = Path(self.source).parent if self.source else Path.cwd()
+        return tuple(base / s for s in self.src)
 
 
 _KEYS = {
@@ -81,6 +87,7 @@ _KEYS = {
     "expensive-calls",
     "extend-expensive-calls",
     "pure-calls",
+    "src",
     "unsafe-fixes",
     "min-cost",
 }
@@ -167,6 +174,7 @@ def parse_table(t: dict, where: str) -> Config:
     if "extend-expensive-calls" in t:
         kw["extend_expensive_calls"] = _catalog(t["extend-expensive-calls"], where, "extend-expensive-calls")
     kw["pure_calls"] = _str_list(t, "pure-calls", where)
+    kw["src"] = _str_list(t, "src", where)
     if "unsafe-fixes" in t:
         kw["unsafe_fixes"] = bool(t["unsafe-fixes"])
     if "min-cost" in t:
