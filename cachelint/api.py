@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,7 @@ from .discover.walk import SourceFile, discover
 from .index.pool import index_files
 from .index.records import FileIndex
 from .lock.lockfile import find_lock
-from .model import Finding
+from .model import Finding, HotCoverage
 from .progress import Progress
 from .rules import select_rules
 from .rules.runner import run_rules
@@ -43,6 +43,8 @@ class Result:
     lock_path: str | None = None
     lock_written: bool = False  # --fix recorded new invariants in the lock
     cache: str = "off"  # off | hit | partial | miss: how the cache served this run
+    # how much the hot-root patterns made hot (None: no selected rule needs hot paths)
+    hot: HotCoverage | None = None
     # the configuration with its presets merged, resolved on first use (a
     # cache hit needs no presets: parsing them is a tenth of a warm run)
     _config: Config | None = field(default=None, repr=False)
@@ -124,6 +126,14 @@ def check(
         def make_analysis(indexes: list[FileIndex]) -> Analysis:
             return _analysis(indexes, resolve(), lock_path)
 
+        def summarise(analysis: Analysis) -> tuple | None:
+            """The hot coverage as a tuple (stored in the cache with the findings)."""
+            if not any(r.needs_hot_paths for r in rules):
+                return None
+            cfg = analysis.config
+            declared_empty = cfg.hot_roots == () and not cfg.extend_hot_roots
+            return astuple(analysis.hot.coverage(cfg.roots, declared_empty))
+
         # fixing needs the analysis: the lock records what each rewrite relies on,
         # and the fixer checks each file against the digest it was analysed at
         need_analysis = fix
@@ -132,7 +142,7 @@ def check(
         if cache_dir is not None:
             from .incremental.cache import Cache, cached_findings
 
-            findings, how, analysis = cached_findings(
+            findings, how, analysis, cov = cached_findings(
                 files,
                 config,
                 make_analysis,
@@ -142,6 +152,7 @@ def check(
                 lock_hash(lock_path),
                 need_analysis,
                 progress,
+                summarise,
             )
         else:
             indexes = index_files(files, jobs, progress)
@@ -149,9 +160,16 @@ def check(
                 progress.stage("Analysing")
             analysis = make_analysis(indexes)
             raw, flags = run_rules(analysis, rules)
-            findings, how = [f for f, s in zip(raw, flags) if not s], "off"
+            findings, how, cov = [f for f, s in zip(raw, flags) if not s], "off", summarise(analysis)
         findings = _reported(findings, report_only)
-        result = Result(findings=findings, files=len(files), cache=how, lock_path=str(lock_path), _resolve=resolve)
+        result = Result(
+            findings=findings,
+            files=len(files),
+            cache=how,
+            lock_path=str(lock_path),
+            hot=HotCoverage(*cov) if cov else None,
+            _resolve=resolve,
+        )
         if unsafe_fixes is None:
             unsafe_fixes = config.unsafe_fixes  # presets never set it
         if fix:

@@ -67,6 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--statistics", action="store_true", help="count findings per rule")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    c.add_argument(
+        "--require-hot-paths",
+        action="store_true",
+        help="exit 2 when no function was analysed as hot (no hot-root pattern matched) while CL002 is selected",
+    )
     c.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
     c.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
     c.add_argument("--no-chain", action="store_true", help="text output: omit hot-path chains")
@@ -314,6 +319,15 @@ def _check(args) -> int:
     out = sys.stdout
     for err in result.errors:
         print(f"cachelint: warning: {err}", file=sys.stderr)
+    # nothing analysed as hot: CL002 checked nothing. A warning and no "All checks
+    # passed!"; the status still follows the findings (CL001, CL003 and CL004 ran,
+    # and ruff too warns and exits 0 when it had nothing to check), unless
+    # --require-hot-paths makes it exit 2; `hot-roots = []` says it on purpose
+    vacuous = result.hot is not None and result.hot.vacuous
+    no_hot_message = _no_hot_paths_warning(result, args.require_hot_paths) if vacuous else ""
+    if vacuous and (args.require_hot_paths or not args.quiet):
+        print(no_hot_message, file=sys.stderr)
+    vacuous = vacuous and args.require_hot_paths
     if result.lock_written and not args.quiet:
         print(f"cachelint: recorded what the rewrites rely on in {result.lock_path}; commit it", file=sys.stderr)
     if args.diff:
@@ -322,6 +336,8 @@ def _check(args) -> int:
         n = sum(len(ff.findings) for ff in result.file_fixes)
         if not args.quiet:
             print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
+        if vacuous:
+            return 2
         return 1 if result.file_fixes and not args.exit_zero else 0
     findings = result.findings
     fmt = args.output_format
@@ -334,23 +350,46 @@ def _check(args) -> int:
             out.write(formats.to_sarif(findings))
         elif fmt == "github":
             out.write(formats.to_github(findings))
+            if no_hot_message:  # shown on the pull request, not only in the log
+                out.write("::warning title=cachelint::" + no_hot_message.split(": ", 2)[2] + "\n")
         else:
             out.write(formats.to_concise(findings, unsafe))
             if not args.quiet:
-                out.write(summary(findings, len(result.fixed), unsafe))
+                out.write(summary(findings, len(result.fixed), unsafe, result.hot))
     else:
         if args.statistics:
             text = statistics(findings, unsafe)
         else:
             text = to_text(findings, unsafe, show_chain=not args.no_chain, frames=True)
             if not args.quiet:
-                text += summary(findings, len(result.fixed), unsafe)
+                text += summary(findings, len(result.fixed), unsafe, result.hot)
         if colour_enabled(out, args.color):
             write_coloured(text, out)
         else:
             out.write(text)
+    if vacuous:
+        return 2
     if args.exit_zero:
         return 0
     if args.exit_non_zero_on_fix and result.fixed:
         return 1
     return 1 if findings else 0
+
+
+def _no_hot_paths_warning(result, strict: bool) -> str:
+    from .config import available_presets
+
+    cov = result.hot
+    cfg = result.config
+    presets = ", ".join(cfg.active_presets) if cfg is not None and cfg.active_presets else "none"
+    if cov.patterns == 0:
+        why = f"no hot-root pattern is configured (presets: {presets})"
+    else:
+        why = f"none of the {cov.patterns} hot-root pattern{'s' if cov.patterns != 1 else ''} matched a function (presets: {presets})"
+    engines = ", ".join(p for p in available_presets() if p != "python")
+    return (
+        f"cachelint: {'error' if strict else 'warning'}: no function was analysed as hot: {why}, "
+        "so CL002 checked nothing. Configure `hot-roots` in [tool.cachelint] (`hot-roots = []` to "
+        f"say there are none) or use a preset (`--preset NAME`; engines: {engines}); "
+        "see `cachelint hot-paths`."
+    )

@@ -31,7 +31,28 @@ def test_exit_codes(project, tmp_path):
     clean.mkdir()
     (clean / "m.py").write_text("x = 1\n")
     proc = run_cli("check", ".", cwd=clean)
-    assert proc.returncode == 0 and "All checks passed!" in proc.stdout
+    # nothing hot (no hot roots): a warning, no "All checks passed!", exit 0 (the
+    # findings decide) unless --require-hot-paths
+    assert proc.returncode == 0 and "All checks passed!" not in proc.stdout
+    assert "No function was analysed as hot" in proc.stdout
+    assert (
+        "warning: no function was analysed as hot: no hot-root pattern is configured (presets: python)" in proc.stderr
+    )
+    assert "see `cachelint hot-paths`" in proc.stderr
+    assert "no function was analysed as hot" not in run_cli("check", ".", "-q", cwd=clean).stderr
+    strict = run_cli("check", ".", "--require-hot-paths", cwd=clean)
+    assert strict.returncode == 2 and "error: no function was analysed as hot" in strict.stderr
+    # CL002 not selected: nothing to warn about
+    only = run_cli("check", ".", "--select", "CL001", "--require-hot-paths", cwd=clean)
+    assert only.returncode == 0 and "All checks passed!" in only.stdout and not only.stderr
+    # hot roots that match nothing: the same; `hot-roots = []` says so on purpose
+    (clean / "pyproject.toml").write_text('[tool.cachelint]\nhot-roots = ["*.Engine.step"]\n')
+    proc = run_cli("check", ".", "--require-hot-paths", cwd=clean)
+    assert proc.returncode == 2 and "none of the 1 hot-root pattern matched a function" in proc.stderr
+    (clean / "pyproject.toml").write_text("[tool.cachelint]\nhot-roots = []\n")
+    proc = run_cli("check", ".", "--require-hot-paths", cwd=clean)
+    assert proc.returncode == 0 and "All checks passed!" in proc.stdout and not proc.stderr
+    (clean / "pyproject.toml").unlink()
     assert run_cli("check", "does-not-exist", cwd=clean).returncode == 2
     assert run_cli("check", "--no-such-flag", cwd=clean).returncode == 2
 

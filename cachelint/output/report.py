@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from ..model import Applicability, Finding
+from ..model import Applicability, Finding, HotCoverage
 from ..rules import BY_CODE
 from ..semantic.callgraph import frequency_rank
 
@@ -175,13 +175,15 @@ def code_frame(f: Finding, lines: list[str] | None) -> list[str]:
     return out
 
 
-def summary(findings: list[Finding], fixed: int, unsafe_fixes: bool) -> str:
+def summary(findings: list[Finding], fixed: int, unsafe_fixes: bool, hot: HotCoverage | None = None) -> str:
     n = len(findings)
     out = []
     if fixed:
         out.append(f"Found {n + fixed} error{'s' if n + fixed != 1 else ''} ({fixed} fixed, {n} remaining).")
     elif n:
         out.append(f"Found {n} error{'s' if n != 1 else ''}.")
+    elif hot is not None and hot.vacuous:
+        out.append("No function was analysed as hot: nothing was checked for expensive calls on hot paths.")
     else:
         out.append("All checks passed!")
     safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)

@@ -75,6 +75,9 @@ class Rule:
     INVALID: ClassVar[list] = []
     # the Analysis attributes the check reads (facts, methods, configuration)
     reads: ClassVar[tuple[str, ...]] = ()
+    # the rule finds nothing unless some function is hot: a run that selects
+    # it while no hot-root pattern matched warns that it checked nothing
+    needs_hot_paths: ClassVar[bool] = False
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -115,6 +115,7 @@ class ExpensiveCallOnHotPath(Rule):
     summary = "Expensive call on a hot path"
     fix_availability = "sometimes"
     reads = ("hot", "program", "config", "cost", "cached_call_spans")
+    needs_hot_paths = True
 
     VALID = [
         # the same call outside any hot path (code reached only from __init__)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from ..config import HotRoot
 from ..globs import GlobSet
 from ..index.records import CallSite, FunctionInfo
+from ..model import HotCoverage
 from .idioms import fills_once, is_cached_function
 from .program import Program
 
@@ -41,6 +42,17 @@ class HotPaths:
     # callee qualname -> [(caller qualname, call index)], in the walk's order
     caller_calls: dict = field(default_factory=dict)
     program: Program | None = None
+
+    def coverage(self, patterns: tuple[HotRoot, ...], declared_empty: bool = False) -> HotCoverage:
+        """How many patterns matched, the functions they matched and all they reach."""
+        used = {r.pattern for r in self.roots.values()}
+        return HotCoverage(
+            len(patterns),
+            sum(1 for r in patterns if r.pattern in used),
+            len(self.roots),
+            len(self.chains),
+            declared_empty,
+        )
 
     def chain(self, qualname: str) -> tuple[str, ...] | None:
         return self.chains.get(qualname)
