@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .apply.fixer import FileFix, compute_fixes, write_fix
-from .config import Config, resolve_presets
+from .config import Config, HotRoot, resolve_presets
 from .discover.walk import SourceFile, discover
 from .index.pool import index_files
 from .index.records import FileIndex
@@ -28,6 +28,7 @@ from .model import Finding, HotCoverage
 from .progress import Progress
 from .rules import select_rules
 from .rules.runner import run_rules
+from .semantic.callgraph import HotPaths, HotStep, RootMatch, root_matches, why_hot
 
 if TYPE_CHECKING:
     from .facts.analysis import Analysis
@@ -331,3 +332,51 @@ def lint_sources(sources: dict[str, str], config: Config | None = None, **kw) ->
             os.chdir(cwd)
     res.sources_after = fixed  # type: ignore[attr-defined]
     return res
+
+
+@dataclass
+class HotPathsReport:
+    """What ``cachelint hot-paths`` shows: each hot-root pattern, the functions
+    it matched and how many functions each reaches, and how to ask why a
+    function is hot."""
+
+    files: int
+    presets: tuple[str, ...]
+    roots: list[RootMatch]
+    coverage: HotCoverage
+    hot: HotPaths = field(repr=False)
+
+    def lookup(self, name: str) -> list[str]:
+        """The functions ``name`` names: its exact qualified name, else every
+        function whose qualified name ends with ``.name`` (``Scheduler.schedule``)."""
+        assert self.hot.program is not None
+        functions = self.hot.program.functions
+        if name in functions:
+            return [name]
+        tail = "." + name
+        return sorted(qn for qn in functions if qn.endswith(tail))
+
+    def why(self, qualname: str) -> list[HotStep] | None:
+        """The chain from a root to ``qualname`` (None: not hot)."""
+        return why_hot(self.hot, qualname)
+
+    def kind(self, qualname: str) -> str | None:
+        return self.hot.kind(qualname)
+
+    def root(self, qualname: str) -> HotRoot | None:
+        return self.hot.roots.get(qualname)
+
+
+def hot_paths_report(paths: list[str], config: Config | None = None, *, jobs: int | None = None) -> HotPathsReport:
+    """The hot roots of ``paths`` under ``config``, what they matched and reach (no rule runs)."""
+    try:
+        config = config or Config()
+        analysis, files = analyse(paths, config, jobs)
+        cfg = analysis.config
+        hot = analysis.hot
+        declared_empty = cfg.hot_roots == () and not cfg.extend_hot_roots
+        return HotPathsReport(
+            len(files), cfg.active_presets, root_matches(hot, cfg.roots), hot.coverage(cfg.roots, declared_empty), hot
+        )
+    finally:
+        gc.unfreeze()

@@ -2,6 +2,7 @@
 
     cachelint check [PATHS] [--fix] [--unsafe-fixes] [--diff] ...
     cachelint lock [PATHS] [--check]
+    cachelint hot-paths [PATHS] [--why QUALNAME] [--all]
     cachelint explain CODE | --all
     cachelint rules
     cachelint clean [--cache-dir DIR]
@@ -23,7 +24,7 @@ from . import __version__
 
 DEFAULT_CACHE_DIR = ".cachelint_cache"  # cache.DEFAULT_DIR, without importing it here
 
-COMMANDS = ("check", "lock", "explain", "rules", "version", "clean")
+COMMANDS = ("check", "lock", "hot-paths", "explain", "rules", "version", "clean")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -96,6 +97,23 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
     k.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
 
+    h = sub.add_parser(
+        "hot-paths",
+        help="list each hot-root pattern, the functions it matched and how many functions each reaches",
+    )
+    h.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    h.add_argument(
+        "--why",
+        default=None,
+        metavar="QUALNAME",
+        help="print the chain from a hot root that makes QUALNAME hot (a qualified name, or its tail: Scheduler.step)",
+    )
+    h.add_argument("--all", action="store_true", help="list every function each pattern matched (default: 10)")
+    h.add_argument("--output-format", choices=("text", "json"), default="text")
+    h.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
+    h.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
+    h.add_argument("--jobs", "-j", type=int, default=None, help="processes for indexing")
+
     e = sub.add_parser("explain", help="print a rule's documentation")
     e.add_argument("code", nargs="?", help="rule code, e.g. CL003")
     e.add_argument("--all", action="store_true", help="every rule, as the Markdown rule reference")
@@ -127,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             return _explain(args.code, args.all)
         if args.command == "lock":
             return _lock(args)
+        if args.command == "hot-paths":
+            return _hot_paths(args)
         if args.command == "clean":
             return _clean(args)
         if args.command == "rules":
@@ -266,6 +286,44 @@ def _lock(args) -> int:
         return 1
     print(f"{path}: rebuilt", file=sys.stderr)
     return 1 if errors else 0
+
+
+def _hot_paths(args) -> int:
+    """Exit 0, or with --why: 0 when the function is hot, 1 when it is not, 2 when no function has that name."""
+    from .api import hot_paths_report
+    from .config import ConfigError
+    from .output import hotpaths
+
+    try:
+        cfg = _load_config(args).with_overrides(preset=args.preset)
+        report = hot_paths_report(args.paths, cfg, jobs=args.jobs)
+    except ConfigError as e:
+        print(f"cachelint: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    as_json = args.output_format == "json"
+    if args.why is None:
+        if as_json:
+            sys.stdout.write(hotpaths.roots_json(report.roots, report.coverage, report.presets, report.files))
+        else:
+            sys.stdout.write(hotpaths.roots_text(report.roots, report.coverage, report.presets, report.files, args.all))
+        return 0
+    names = report.lookup(args.why)
+    if not names:
+        print(f"cachelint: error: no function `{args.why}` in the analysed files", file=sys.stderr)
+        return 2
+    if len(names) > 1:
+        shown = "\n    ".join(names[:20]) + ("\n    ..." if len(names) > 20 else "")
+        print(f"cachelint: error: `{args.why}` names {len(names)} functions; give one:\n    {shown}", file=sys.stderr)
+        return 2
+    qn = names[0]
+    steps = report.why(qn)
+    root = report.root(steps[0].qualname) if steps else None
+    render = hotpaths.why_json if as_json else hotpaths.why_text
+    sys.stdout.write(render(qn, steps, report.kind(qn), root))
+    return 0 if steps else 1
 
 
 def _check(args) -> int:

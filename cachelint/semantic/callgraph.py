@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from ..config import HotRoot
 from ..globs import GlobSet
+from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
 from ..model import HotCoverage
 from .idioms import fills_once, is_cached_function
@@ -173,3 +175,73 @@ def hot_paths(program: Program, roots: tuple[HotRoot, ...]) -> HotPaths:
         [(qn, r.kind) for qn, r in matched.items()], lambda qn: edges_of(program, functions[qn])
     )
     return HotPaths(chains, kinds, matched, edges, caller_calls, program)
+
+
+# ----- what the hot roots matched, and why a function is hot (`cachelint hot-paths`)
+
+
+@dataclass(frozen=True)
+class RootMatch:
+    """One hot-root pattern and the functions it made roots, each with how
+    many functions it reaches (itself included) over the call graph."""
+
+    pattern: str
+    kind: str
+    why: str
+    functions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class HotStep:
+    """One function of a hot chain, with the call that reaches it from the previous one."""
+
+    qualname: str
+    path: str
+    line: int  # the call's line in the previous function (the def's line for the root)
+    call: str  # the callee as spelled at that call ("" for the root)
+
+
+def reach(hot: HotPaths, root: str) -> int:
+    """How many functions ``root`` reaches over the hot call graph, itself included."""
+    seen = {root}
+    stack = [root]
+    while stack:
+        for _, t in hot.edges.get(stack.pop(), ()):
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return len(seen)
+
+
+def root_matches(hot: HotPaths, patterns: tuple[HotRoot, ...]) -> list[RootMatch]:
+    """Each pattern in order with the functions it matched; a function two
+    patterns match is a root of the first (whose kind applies)."""
+    by_pattern: dict[str, list[str]] = {}
+    for qn, r in hot.roots.items():
+        by_pattern.setdefault(r.pattern, []).append(qn)
+    out = []
+    seen: set[str] = set()
+    for r in patterns:
+        if r.pattern in seen:
+            continue
+        seen.add(r.pattern)
+        qns = sorted(by_pattern.get(r.pattern, ()))
+        out.append(RootMatch(r.pattern, r.kind, r.why, tuple((qn, reach(hot, qn)) for qn in qns)))
+    return out
+
+
+def why_hot(hot: HotPaths, qualname: str) -> list[HotStep] | None:
+    """The chain from a hot root to ``qualname``, each step with the call that
+    takes it there; None when ``qualname`` is not hot."""
+    chain = hot.chain(qualname)
+    if chain is None or hot.program is None:
+        return None
+    functions = hot.program.functions
+    root = functions[chain[0]]
+    steps = [HotStep(root.qualname, root.path, root.line, "")]
+    for prev, cur in pairwise(chain):
+        f = functions[prev]
+        i = next(i for i, t in hot.edges.get(prev, ()) if t == cur)
+        call = f.calls[i]
+        steps.append(HotStep(cur, f.path, call.line, dotted(call.func) or functions[cur].name))
+    return steps
