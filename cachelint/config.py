@@ -21,6 +21,9 @@ else:  # pragma: no cover - exercised on 3.10
     import tomli as tomllib
 
 PRESET_DIR = Path(__file__).parent / "presets"
+# decorators whose function runs its body once per arguments (or once per
+# object), not per call; presets add an engine's own, and so can users
+DEFAULT_CACHE_DECORATORS = ("cache", "lru_cache", "cached", "cached_property", "memoize", "cache_method")
 KINDS = ("per-token", "per-step", "per-layer", "per-request", "per-batch", "once")
 COSTS = ("high", "low")
 
@@ -57,6 +60,8 @@ class Config:
     expensive_calls: tuple[CatalogEntry, ...] | None = None
     extend_expensive_calls: tuple[CatalogEntry, ...] = ()
     pure_calls: tuple[str, ...] = ()
+    cache_decorators: tuple[str, ...] | None = None  # None: the defaults and the presets'
+    extend_cache_decorators: tuple[str, ...] = ()
     src: tuple[str, ...] = ()  # source roots, relative to the configuration file's directory
     unsafe_fixes: bool = False
     min_cost: str = "high"  # CL002 reports catalog entries of at least this cost
@@ -65,6 +70,7 @@ class Config:
     active_presets: tuple[str, ...] = ()
     roots: tuple[HotRoot, ...] = ()
     catalog: tuple[CatalogEntry, ...] = field(default=())
+    decorators: tuple[str, ...] = DEFAULT_CACHE_DECORATORS
 
     def with_overrides(self, **kw) -> Config:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
@@ -87,6 +93,8 @@ _KEYS = {
     "expensive-calls",
     "extend-expensive-calls",
     "pure-calls",
+    "cache-decorators",
+    "extend-cache-decorators",
     "src",
     "unsafe-fixes",
     "min-cost",
@@ -175,6 +183,9 @@ def parse_table(t: dict, where: str) -> Config:
         kw["extend_expensive_calls"] = _catalog(t["extend-expensive-calls"], where, "extend-expensive-calls")
     kw["pure_calls"] = _str_list(t, "pure-calls", where)
     kw["src"] = _str_list(t, "src", where)
+    if "cache-decorators" in t:
+        kw["cache_decorators"] = _str_list(t, "cache-decorators", where)
+    kw["extend_cache_decorators"] = _str_list(t, "extend-cache-decorators", where)
     if "unsafe-fixes" in t:
         kw["unsafe_fixes"] = bool(t["unsafe-fixes"])
     if "min-cost" in t:
@@ -259,10 +270,15 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
                 names.append(n)
     roots: list[HotRoot] = []
     catalog: list[CatalogEntry] = []
+    decorators: list[str] = list(DEFAULT_CACHE_DECORATORS)
     for n in names:
         data = load_preset(n)
         roots.extend(_roots(data.get("hot-roots", []), f"preset {n}", "hot-roots"))
         catalog.extend(_catalog(data.get("expensive-calls", []), f"preset {n}", "expensive-calls"))
+        decorators.extend(_str_list(data, "cache-decorators", f"preset {n}"))
+    if cfg.cache_decorators is not None:
+        decorators = list(cfg.cache_decorators)
+    decorators.extend(cfg.extend_cache_decorators)
     if cfg.hot_roots is not None:
         roots = list(cfg.hot_roots)
     if cfg.expensive_calls is not None:
@@ -270,4 +286,10 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
     roots.extend(cfg.extend_hot_roots)
     catalog.extend(cfg.extend_expensive_calls)
     catalog.extend(CatalogEntry(p, "declared-pure", True, "declared pure in configuration") for p in cfg.pure_calls)
-    return replace(cfg, active_presets=tuple(names), roots=tuple(roots), catalog=tuple(catalog))
+    return replace(
+        cfg,
+        active_presets=tuple(names),
+        roots=tuple(roots),
+        catalog=tuple(catalog),
+        decorators=tuple(dict.fromkeys(decorators)),
+    )

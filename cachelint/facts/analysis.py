@@ -13,6 +13,7 @@ from ..config import Config
 from ..index.records import CallSite, FileIndex, FunctionInfo
 from ..lock.lockfile import Invariant
 from ..semantic.callgraph import HotPaths, hot_paths
+from ..semantic.idioms import CacheDecorators
 from ..semantic.program import Program
 from .cachesites import CacheAnalysis
 from .catalog import Catalog
@@ -29,7 +30,7 @@ class Analysis:
         lock_path: str | None = None,
     ) -> None:
         self.config = config
-        self.program = Program(indexes)
+        self.program = Program(indexes, CacheDecorators(config.decorators))
         self.catalog = Catalog(config.catalog)
         # the invariants of cachelint.lock (None: no lock file)
         self.invariants = invariants

@@ -27,7 +27,7 @@ from ..globs import GlobSet
 from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
 from ..model import HotCoverage
-from .idioms import fills_once, is_cached_function
+from .idioms import fills_once
 from .program import Program
 
 
@@ -94,7 +94,7 @@ def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
         if call.in_handler or (call.guard and fills_once(f, call)):
             continue  # an error path; or lazy init / memo dict: once per slot, not per call
         target = resolve_call(program, f, call)
-        if target is None or is_cached_function(target):
+        if target is None or program.is_cached(target):
             continue  # @cache / @lru_cache: its body runs once per arguments, not per call
         out.append((i, target.qualname))
     return out

@@ -33,6 +33,8 @@ CL002 findings.
 
 from __future__ import annotations
 
+from ..config import DEFAULT_CACHE_DECORATORS
+from ..globs import GlobSet
 from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
 
@@ -127,15 +129,48 @@ def fills_once(f: FunctionInfo, c: CallSite) -> bool:
     return False
 
 
-CACHE_DECORATORS = ("cache", "lru_cache", "cached", "cached_property", "memoize", "cache_method")
+CACHE_DECORATORS = DEFAULT_CACHE_DECORATORS
 
 
-def is_cached_function(f: FunctionInfo) -> bool:
-    """Decorated with functools.cache / lru_cache / cached_property and friends."""
+class CacheDecorators:
+    """Which decorators memoize: ``cache-decorators`` entries. An entry without a
+    dot is a glob on the decorator's last name (``cache_once`` matches
+    ``@cache_once``, ``@utils.cache_once`` and ``@cache_once(...)``); one with a
+    dot is a glob on the decorator as spelled (``functools.lru_cache``)."""
+
+    def __init__(self, names=CACHE_DECORATORS) -> None:
+        self.names = tuple(names)
+        plain = [n for n in self.names if "." not in n]
+        self._exact = frozenset(n for n in plain if not any(ch in n for ch in "*?["))
+        self._name_globs = (
+            GlobSet([n for n in plain if n not in self._exact]) if len(plain) > len(self._exact) else None
+        )
+        dotted_ = [n for n in self.names if "." in n]
+        self._dotted_globs = GlobSet(dotted_) if dotted_ else None
+        self._memo: dict = {}
+
+    def matches(self, spelled: str) -> bool:
+        hit = self._memo.get(spelled)
+        if hit is None:
+            last = spelled.rsplit(".", 1)[-1]
+            hit = (
+                last in self._exact
+                or (self._name_globs is not None and self._name_globs.first(last) >= 0)
+                or (self._dotted_globs is not None and self._dotted_globs.first(spelled) >= 0)
+            )
+            self._memo[spelled] = hit
+        return hit
+
+
+DEFAULT_DECORATORS = CacheDecorators()
+
+
+def is_cached_function(f: FunctionInfo, decorators: CacheDecorators = DEFAULT_DECORATORS) -> bool:
+    """Decorated with functools.cache / lru_cache / cached_property and friends
+    (``decorators``: the configured list; ``Program.is_cached`` passes it)."""
     for d in f.decorators:
         d0 = d[1] if d[0] == "call" else d
-        name = (dotted(d0) or "").split(".")[-1]
-        if name in CACHE_DECORATORS:
+        if decorators.matches(dotted(d0) or ""):
             return True
     return False
 

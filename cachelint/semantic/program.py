@@ -35,6 +35,7 @@ import builtins
 
 from ..index.expr import conv, dotted
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
+from .idioms import DEFAULT_DECORATORS, CacheDecorators, is_cached_function
 from .values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 
 Value = tuple
@@ -76,8 +77,10 @@ class FunctionContext:
 
 
 class Program:
-    def __init__(self, indexes: list[FileIndex]) -> None:
+    def __init__(self, indexes: list[FileIndex], cache_decorators: CacheDecorators | None = None) -> None:
         self.indexes = indexes
+        # which decorators memoize (configuration and presets: `cache-decorators`)
+        self.cache_decorators = cache_decorators or DEFAULT_DECORATORS
         self.modules: dict[str, FileIndex] = {}
         self.modules_by_path: dict[str, FileIndex] = {}
         self.functions: dict[str, FunctionInfo] = {}
@@ -103,6 +106,11 @@ class Program:
         self._in_progress: set = set()
         self._subclasses: dict | None = None
         self._callees: dict = {}
+
+    def is_cached(self, f: FunctionInfo) -> bool:
+        """Whether a memoizing decorator wraps ``f``: its body runs once per
+        arguments, not per call (see :mod:`cachelint.semantic.idioms`)."""
+        return is_cached_function(f, self.cache_decorators)
 
     # ----- names -------------------------------------------------------------
     def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext:
