@@ -393,7 +393,7 @@ def _check(args) -> int:
             out.write(ff.diff())
         n = sum(len(ff.findings) for ff in result.file_fixes)
         if not args.quiet:
-            print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
+            print(f"Would fix {n} finding{'s' if n != 1 else ''}.", file=sys.stderr)
         if vacuous:
             return 2
         return 1 if result.file_fixes and not args.exit_zero else 0

@@ -174,7 +174,7 @@ def test_concise_is_one_line_per_finding(project):
     findings = [line for line in lines if re.match(r"^pkg/.*:\d+:\d+: CL00\d ", line)]
     assert len(findings) == 8
     assert lines[len(findings) :] == [
-        "Found 8 errors.",
+        "Found 8 findings (1 error, 7 warnings).",  # the CL000 parse error is the one error
         "[*] 4 fixable with the `--fix` option.",
         "3 hidden fixes can be enabled with the `--unsafe-fixes` option.",
     ]

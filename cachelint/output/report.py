@@ -175,13 +175,37 @@ def code_frame(f: Finding, lines: list[str] | None) -> list[str]:
     return out
 
 
+def severity(f: Finding) -> str:
+    rule = BY_CODE.get(f.code)
+    return rule.default_severity if rule else "warning"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def found_line(findings: list[Finding], fixed: int = 0) -> str:
+    """``Found 3 findings.``: "errors" only for what is an error (CL000 parse
+    errors, CL003 broken invariants), the rest are warnings; with a mix, both counts."""
+    n = len(findings)
+    total = n + fixed
+    errors = sum(1 for f in findings if severity(f) == "error")
+    noun = "error" if n and errors == n and not fixed else "finding"
+    parts = []
+    if fixed:
+        parts.append(f"{fixed} fixed, {n} remaining")
+    if errors and errors != n:
+        parts.append(f"{_count(errors, 'error')}, {_count(n - errors, 'warning')}")
+    elif errors and fixed:
+        parts.append(f"{_count(errors, 'error')}")
+    return f"Found {_count(total, noun)}" + (f" ({'; '.join(parts)})" if parts else "") + "."
+
+
 def summary(findings: list[Finding], fixed: int, unsafe_fixes: bool, hot: HotCoverage | None = None) -> str:
     n = len(findings)
     out = []
-    if fixed:
-        out.append(f"Found {n + fixed} error{'s' if n + fixed != 1 else ''} ({fixed} fixed, {n} remaining).")
-    elif n:
-        out.append(f"Found {n} error{'s' if n != 1 else ''}.")
+    if fixed or n:
+        out.append(found_line(findings, fixed))
     elif hot is not None and hot.vacuous:
         out.append("No function was analysed as hot: nothing was checked for expensive calls on hot paths.")
     else:
@@ -200,7 +224,10 @@ def summary(findings: list[Finding], fixed: int, unsafe_fixes: bool, hot: HotCov
 
 
 def statistics(findings: list[Finding], unsafe_fixes: bool) -> str:
-    """Counts per rule, then per how often the sites run (most frequent first)."""
+    """Counts per rule, then per how often the sites run (most frequent first).
+
+    ``[*]`` marks a rule only when every one of its findings has a fix
+    ``--fix`` would apply; when only some do, ``(k fixable)`` follows its name."""
     counts = Counter(f.code for f in findings)
     fixable = Counter(f.code for f in findings if f.fix and (f.fix.applicability is Applicability.SAFE or unsafe_fixes))
     kinds = Counter((f.code, frequency(f)) for f in findings if f.code != "CL000")
@@ -208,8 +235,10 @@ def statistics(findings: list[Finding], unsafe_fixes: bool) -> str:
     lines = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         rule = BY_CODE.get(code)
-        mark = "[*]" if fixable.get(code) else "[ ]"
-        lines.append(f"{n:>{width}}\t{code}\t{mark} {rule.name if rule else ''}")
+        k = fixable.get(code, 0)
+        mark = "[*]" if k == n else "[ ]"
+        some = f" ({k} fixable)" if 0 < k < n else ""
+        lines.append(f"{n:>{width}}\t{code}\t{mark} {rule.name if rule else ''}{some}")
         for kind in sorted({k for c, k in kinds if c == code}, key=frequency_rank):
             lines.append(f"{kinds[(code, kind)]:>{width}}\t\t    {kind}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -562,8 +562,9 @@ def newer_than(target: str) -> bool:
             applicability=("safe", "safe"),
             fixed={
                 "example.py": """
-from packaging import version
 import functools
+
+from packaging import version
 
 class Runner:
     def execute_model(self, batch):
