@@ -380,3 +380,11 @@ def hot_paths_report(paths: list[str], config: Config | None = None, *, jobs: in
         )
     finally:
         gc.unfreeze()
+
+
+def add_noqa(findings: list[Finding], roots: list[str] | None = None) -> tuple[int, list[str]]:
+    """``--add-noqa``: a ``# noqa: CODE`` comment for each finding (see
+    :mod:`cachelint.apply.noqa`); the number added and any problems."""
+    from .apply.noqa import add_noqa as _add
+
+    return _add(findings, roots)

@@ -50,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--unsafe-fixes", action="store_true", default=None, help="include unsafe fixes")
     c.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="never apply unsafe fixes")
     c.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them")
+    c.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="add a `# noqa: CODE` comment for each current finding (as ruff does), then exit",
+    )
     c.add_argument("--select", default=None, help="comma-separated rule codes or prefixes")
     c.add_argument("--ignore", default=None, help="comma-separated rule codes or prefixes to skip")
     c.add_argument("--extend-select", default=None, help=argparse.SUPPRESS)
@@ -67,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
         help="colour text output: auto (a terminal, unless NO_COLOR is set), always, never",
     )
     c.add_argument("--statistics", action="store_true", help="count findings per rule")
+    c.add_argument(
+        "--show-fixes",
+        action="store_true",
+        help="text output: show each fix as a diff; with --fix: list what was fixed, per file and rule",
+    )
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     c.add_argument(
         "--require-hot-paths",
@@ -330,7 +340,7 @@ def _check(args) -> int:
     from .api import check
     from .config import ConfigError
     from .lock.lockfile import LockError
-    from .output.report import statistics, summary, to_json, to_text
+    from .output.report import fixed_summary, statistics, summary, to_json, to_text
     from .output.terminal import colour_enabled, progress_for, write_coloured
     from .rules import UnknownRuleError
 
@@ -348,6 +358,9 @@ def _check(args) -> int:
         cfg = cfg.with_overrides(select=select, ignore=_split(args.ignore), preset=args.preset)
         cache_dir = None if args.no_cache or os.environ.get("CACHELINT_NO_CACHE") else _cache_dir(args, cfg, paths)
         fix = args.fix or args.diff
+        if args.add_noqa and fix:
+            print("cachelint: error: --add-noqa cannot be combined with --fix or --diff", file=sys.stderr)
+            return 2
         if report_only is not None:
             missing = [p for p in report_only if not os.path.lexists(p)]
             if missing:
@@ -398,6 +411,14 @@ def _check(args) -> int:
             return 2
         return 1 if result.file_fixes and not args.exit_zero else 0
     findings = result.findings
+    if args.add_noqa:
+        from .api import add_noqa
+
+        added, problems = add_noqa(findings, roots=list(paths))
+        for p in problems:
+            print(f"cachelint: warning: {p}", file=sys.stderr)
+        print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", file=sys.stderr)
+        return 2 if vacuous else 0
     fmt = args.output_format
     if fmt == "json":
         out.write(to_json(findings))
@@ -418,7 +439,9 @@ def _check(args) -> int:
         if args.statistics:
             text = statistics(findings, unsafe)
         else:
-            text = to_text(findings, unsafe, show_chain=not args.no_chain, frames=True)
+            text = to_text(findings, unsafe, show_chain=not args.no_chain, frames=True, show_fixes=args.show_fixes)
+            if args.show_fixes and args.fix:
+                text = fixed_summary(result.fixed) + text
             if not args.quiet:
                 text += summary(findings, len(result.fixed), unsafe, result.hot)
         if colour_enabled(out, args.color):

@@ -74,8 +74,11 @@ def _short(qn: str) -> str:
     return ".".join(parts[-2:]) if len(parts) >= 2 else qn
 
 
-def to_text(findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True, frames: bool = False) -> str:
-    """ruff-like text, the sites that run most often first (see :func:`by_frequency`)."""
+def to_text(
+    findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True, frames: bool = False, show_fixes: bool = False
+) -> str:
+    """ruff-like text, the sites that run most often first (see :func:`by_frequency`);
+    with ``show_fixes``, each fix as the diff it would make (:func:`fix_diff`)."""
     lines = []
     sources = SourceLines()
     for f in by_frequency(findings):
@@ -90,6 +93,8 @@ def to_text(findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True
             lines.append(f"  = hot path ({kind}): " + " -> ".join(_short(x) for x in f.hot_path))
         if f.fix is not None:
             lines.append(f"  = fix ({f.fix.applicability.value}): {f.fix.message}")
+            if show_fixes:
+                lines.extend("    " + d for d in fix_diff(f))
         if frames:
             lines.append("")
     return "\n".join(lines) + ("\n" if lines else "")
@@ -242,3 +247,33 @@ def statistics(findings: list[Finding], unsafe_fixes: bool) -> str:
         for kind in sorted({k for c, k in kinds if c == code}, key=frequency_rank):
             lines.append(f"{kinds[(code, kind)]:>{width}}\t\t    {kind}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def fix_diff(f: Finding) -> list[str]:
+    """The diff one finding's fix makes on its own (computed as ``--fix`` would)."""
+    import difflib
+
+    from ..apply.fixer import compute_fixes
+
+    ffs = compute_fixes([f], unsafe_fixes=True)
+    if not ffs or ffs[0].error or ffs[0].new == ffs[0].old:
+        return [f"(the fix cannot be shown: {ffs[0].error})"] if ffs and ffs[0].error else []
+    ff = ffs[0]
+    diff = difflib.unified_diff(ff.old.splitlines(), ff.new.splitlines(), lineterm="", n=1)
+    return [line for line in diff if not line.startswith(("---", "+++"))]
+
+
+def fixed_summary(fixed: list[Finding]) -> str:
+    """``--fix --show-fixes``: what was fixed, per file and rule (as ruff enumerates it)."""
+    if not fixed:
+        return ""
+    by_path: dict[str, Counter] = {}
+    for f in fixed:
+        by_path.setdefault(f.path, Counter())[f.code] += 1
+    lines = [f"Fixed {len(fixed)} finding{'s' if len(fixed) != 1 else ''}:"]
+    for path in sorted(by_path):
+        lines.append(f"- {path}:")
+        for code, n in sorted(by_path[path].items()):
+            rule = BY_CODE.get(code)
+            lines.append(f"    {n} × {code} ({rule.name if rule else code})")
+    return "\n".join(lines) + "\n"
