@@ -61,6 +61,8 @@ class Config:
     extend_expensive_calls: tuple[CatalogEntry, ...] = ()
     pure_calls: tuple[str, ...] = ()
     cache_decorators: tuple[str, ...] | None = None  # None: the defaults and the presets'
+    cold_functions: tuple[str, ...] | None = None  # None: the presets'
+    extend_cold_functions: tuple[str, ...] = ()
     extend_cache_decorators: tuple[str, ...] = ()
     src: tuple[str, ...] = ()  # source roots, relative to the configuration file's directory
     unsafe_fixes: bool = False
@@ -71,6 +73,7 @@ class Config:
     roots: tuple[HotRoot, ...] = ()
     catalog: tuple[CatalogEntry, ...] = field(default=())
     decorators: tuple[str, ...] = DEFAULT_CACHE_DECORATORS
+    cold: tuple[str, ...] = ()  # functions the hot-path walk never enters
 
     def with_overrides(self, **kw) -> Config:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
@@ -95,6 +98,8 @@ _KEYS = {
     "pure-calls",
     "cache-decorators",
     "extend-cache-decorators",
+    "cold-functions",
+    "extend-cold-functions",
     "src",
     "unsafe-fixes",
     "min-cost",
@@ -186,6 +191,9 @@ def parse_table(t: dict, where: str) -> Config:
     if "cache-decorators" in t:
         kw["cache_decorators"] = _str_list(t, "cache-decorators", where)
     kw["extend_cache_decorators"] = _str_list(t, "extend-cache-decorators", where)
+    if "cold-functions" in t:
+        kw["cold_functions"] = _str_list(t, "cold-functions", where)
+    kw["extend_cold_functions"] = _str_list(t, "extend-cold-functions", where)
     if "unsafe-fixes" in t:
         kw["unsafe_fixes"] = bool(t["unsafe-fixes"])
     if "min-cost" in t:
@@ -271,14 +279,19 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
     roots: list[HotRoot] = []
     catalog: list[CatalogEntry] = []
     decorators: list[str] = list(DEFAULT_CACHE_DECORATORS)
+    cold: list[str] = []
     for n in names:
         data = load_preset(n)
         roots.extend(_roots(data.get("hot-roots", []), f"preset {n}", "hot-roots"))
         catalog.extend(_catalog(data.get("expensive-calls", []), f"preset {n}", "expensive-calls"))
         decorators.extend(_str_list(data, "cache-decorators", f"preset {n}"))
+        cold.extend(_str_list(data, "cold-functions", f"preset {n}"))
     if cfg.cache_decorators is not None:
         decorators = list(cfg.cache_decorators)
     decorators.extend(cfg.extend_cache_decorators)
+    if cfg.cold_functions is not None:
+        cold = list(cfg.cold_functions)
+    cold.extend(cfg.extend_cold_functions)
     if cfg.hot_roots is not None:
         roots = list(cfg.hot_roots)
     if cfg.expensive_calls is not None:
@@ -292,4 +305,5 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
         roots=tuple(roots),
         catalog=tuple(catalog),
         decorators=tuple(dict.fromkeys(decorators)),
+        cold=tuple(dict.fromkeys(cold)),
     )

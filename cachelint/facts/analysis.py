@@ -38,7 +38,7 @@ class Analysis:
 
     @cached_property
     def hot(self) -> HotPaths:
-        return hot_paths(self.program, self.config.roots)
+        return hot_paths(self.program, self.config.roots, self.config.cold)
 
     @cached_property
     def cost(self) -> CostModel:

@@ -167,13 +167,27 @@ def walk(root_kinds: list[tuple[str, str]], edges_for) -> tuple[dict, dict, dict
     return chains, kinds, edges, caller_calls
 
 
-def hot_paths(program: Program, roots: tuple[HotRoot, ...]) -> HotPaths:
-    """Hot functions with their chain and kind (see :func:`walk`)."""
+def hot_paths(program: Program, roots: tuple[HotRoot, ...], cold: tuple[str, ...] = ()) -> HotPaths:
+    """Hot functions with their chain and kind (see :func:`walk`). ``cold``:
+    globs of functions the walk never enters (``cold-functions``: recovery,
+    rescaling, error reporting, reached from a hot function only behind a
+    guard the call graph does not evaluate); a root stays a root."""
     matched = match_roots(program, roots)
     functions = program.functions
-    chains, kinds, edges, caller_calls = walk(
-        [(qn, r.kind) for qn, r in matched.items()], lambda qn: edges_of(program, functions[qn])
-    )
+    cold_globs = GlobSet(list(cold)) if cold else None
+    memo: dict[str, bool] = {}
+
+    def is_cold(qn: str) -> bool:
+        hit = memo.get(qn)
+        if hit is None:
+            hit = memo[qn] = cold_globs is not None and cold_globs.first(qn) >= 0
+        return hit
+
+    def edges_for(qn: str) -> list[tuple[int, str]]:
+        es = edges_of(program, functions[qn])
+        return [e for e in es if not is_cold(e[1])] if cold_globs is not None else es
+
+    chains, kinds, edges, caller_calls = walk([(qn, r.kind) for qn, r in matched.items()], edges_for)
     return HotPaths(chains, kinds, matched, edges, caller_calls, program)
 
 

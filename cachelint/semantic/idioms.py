@@ -24,6 +24,14 @@ object, per key), not once per call::
     if not hasattr(self, "_x"):
         self._x = probe()
 
+    if _DONE.get(key) is None:            # the memo test written inline
+        _DONE[key] = True
+        compile_kernels(key)
+
+    layout = getattr(self, "_layout", None)   # lazy init read through getattr
+    if layout is None:
+        layout = self._layout = build()
+
 The test is syntactic, on the guard the index records for each call (the
 enclosing ``if`` tests and earlier early exits): a condition saying "the slot
 is empty" (``is None``, falsy, ``not in``, ``not hasattr``) about a slot that
@@ -119,13 +127,28 @@ def fills_once(f: FunctionInfo, c: CallSite) -> bool:
         d = dotted(e)
         if d and d in filled:
             return True
+        if _memo_read(e, filled, stores):  # `D.get(k) is None`, `getattr(self, "_x", None) is None`
+            return True
         if e[0] == "name":
-            # a local read from a memo dict the function fills: `x = D.get(k)`
+            # a local read from a memo dict or a slot the function fills:
+            # `x = D.get(k)`, `x = getattr(self, "_x", None)`
             values = [a.value for a in f.assigns if a.target == e]
-            if any(
-                v[0] == "call" and v[1][0] == "attr" and v[1][2] == "get" and dotted(v[1][1]) in stores for v in values
-            ):
+            if any(_memo_read(v, filled, stores) for v in values):
                 return True
+    return False
+
+
+def _memo_read(v, filled: set, stores: set) -> bool:
+    """``D.get(k)`` of a memo dict ``D`` the function stores into, or
+    ``getattr(obj, "_x", default)`` of an attribute it assigns."""
+    if not isinstance(v, tuple) or not v or v[0] != "call":
+        return False
+    func, args = v[1], v[2]
+    if func[0] == "attr" and func[2] == "get" and dotted(func[1]) in stores:
+        return True
+    if func == ("name", "getattr") and len(args) >= 2 and args[1][0] == "const" and isinstance(args[1][1], str):
+        d = dotted(("attr", args[0], args[1][1]))
+        return bool(d) and d in filled
     return False
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import sys
 
 from ..index.expr import conv, dotted
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
@@ -41,6 +42,7 @@ from .values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 Value = tuple
 CONSTRUCTORS = ("__init__", "__post_init__")
 _BUILTIN_NAMES = frozenset(dir(builtins))
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 _ALIAS_KINDS = ("assign", "annassign", "walrus")
 
 
@@ -96,6 +98,7 @@ class Program:
                 self.classes.setdefault(c.qualname, c)
             for local in fi.module_imports:
                 self.imported_modules.add(fi.imports[local])
+        self._add_namespace_aliases(indexes)
         self._contexts: dict = {}
         self._mro: dict = {}
         self._writers: dict | None = None
@@ -106,6 +109,25 @@ class Program:
         self._in_progress: set = set()
         self._subclasses: dict | None = None
         self._callees: dict = {}
+
+    def _add_namespace_aliases(self, indexes: list[FileIndex]) -> None:
+        """Also know a module of a namespace directory (no ``__init__.py``) by
+        its name relative to that directory: code that puts such a directory
+        on ``sys.path`` imports ``interface`` for
+        ``vllm.third_party.fmha_sm100.cute.interface``. Only names that one
+        module alone would take, that no module of the tree has, and that do
+        not start with a standard-library module's name."""
+        packages = {fi.module for fi in indexes if fi.is_package and fi.module}
+        claims: dict[str, list[FileIndex]] = {}
+        for fi in indexes:
+            parts = fi.module.split(".") if fi.module else []
+            for i in range(len(parts) - 1, 0, -1):
+                if ".".join(parts[:i]) not in packages:
+                    claims.setdefault(".".join(parts[i:]), []).append(fi)
+                    break
+        for alias, fis in claims.items():
+            if len(fis) == 1 and alias not in self.modules and alias.split(".")[0] not in _STDLIB:
+                self.modules[alias] = fis[0]
 
     def is_cached(self, f: FunctionInfo) -> bool:
         """Whether a memoizing decorator wraps ``f``: its body runs once per
