@@ -345,6 +345,7 @@ class HotPathsReport:
     roots: list[RootMatch]
     coverage: HotCoverage
     hot: HotPaths = field(repr=False)
+    cold: tuple[str, ...] = ()  # the cold-functions patterns in force
 
     def lookup(self, name: str) -> list[str]:
         """The functions ``name`` names: its exact qualified name, else every
@@ -363,6 +364,13 @@ class HotPathsReport:
     def kind(self, qualname: str) -> str | None:
         return self.hot.kind(qualname)
 
+    def cold_pattern(self, qualname: str) -> str | None:
+        """The ``cold-functions`` pattern that keeps ``qualname`` out of the hot paths, if any."""
+        from .globs import GlobSet
+
+        i = GlobSet(list(self.cold)).first(qualname) if self.cold else -1
+        return self.cold[i] if i >= 0 else None
+
     def root(self, qualname: str) -> HotRoot | None:
         return self.hot.roots.get(qualname)
 
@@ -376,7 +384,12 @@ def hot_paths_report(paths: list[str], config: Config | None = None, *, jobs: in
         hot = analysis.hot
         declared_empty = cfg.hot_roots == () and not cfg.extend_hot_roots
         return HotPathsReport(
-            len(files), cfg.active_presets, root_matches(hot, cfg.roots), hot.coverage(cfg.roots, declared_empty), hot
+            len(files),
+            cfg.active_presets,
+            root_matches(hot, cfg.roots),
+            hot.coverage(cfg.roots, declared_empty),
+            hot,
+            cfg.cold,
         )
     finally:
         gc.unfreeze()

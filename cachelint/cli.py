@@ -332,7 +332,7 @@ def _hot_paths(args) -> int:
     steps = report.why(qn)
     root = report.root(steps[0].qualname) if steps else None
     render = hotpaths.why_json if as_json else hotpaths.why_text
-    sys.stdout.write(render(qn, steps, report.kind(qn), root))
+    sys.stdout.write(render(qn, steps, report.kind(qn), root, None if steps else report.cold_pattern(qn)))
     return 0 if steps else 1
 
 

@@ -54,6 +54,7 @@ def test_why_prints_the_chain_with_each_call():
     assert src[steps[0].line - 1].lstrip().startswith("def execute_model(")
     # reached only from __init__: not hot
     assert report.why("engine.runner.ModelRunner._warm_up") is None
+    assert report.cold_pattern("engine.runner.ModelRunner._warm_up") is None
     assert report.lookup("__init__") == ["engine.config.ModelConfig.__init__", "engine.runner.ModelRunner.__init__"]
 
 
@@ -95,3 +96,15 @@ def test_cli(tmp_path):
     assert json.loads(run_cli("hot-paths", "--why", "fused_gelu", "--output-format", "json", cwd=work).stdout)["chain"][
         1
     ] == {"qualname": "engine.layers.fused_gelu", "path": "engine/layers.py", "line": 7, "call": "fused_gelu"}
+
+
+def test_why_names_the_cold_pattern_that_keeps_a_function_out(tmp_path):
+    work = tmp_path / "proj"
+    shutil.copytree(RUNNER, work)
+    pp = work / "pyproject.toml"
+    pp.write_text(
+        pp.read_text().replace("[tool.cachelint]\n", '[tool.cachelint]\nextend-cold-functions = ["*.fused_gelu"]\n')
+    )
+    proc = run_cli("hot-paths", "--why", "fused_gelu", cwd=work)
+    assert proc.returncode == 1
+    assert "matches the cold-functions pattern `*.fused_gelu`" in proc.stdout

@@ -69,8 +69,14 @@ def roots_json(roots: list[RootMatch], coverage: HotCoverage, presets: tuple[str
     )
 
 
-def why_text(qualname: str, steps: list[HotStep] | None, kind: str | None, root: HotRoot | None) -> str:
+def why_text(
+    qualname: str, steps: list[HotStep] | None, kind: str | None, root: HotRoot | None, cold: str | None = None
+) -> str:
     if steps is None:
+        if cold is not None:
+            return (
+                f"{qualname} is not hot: it matches the cold-functions pattern `{cold}`, which the walk never enters.\n"
+            )
         return f"{qualname} is not hot: no hot root reaches it.\n"
     lines = [f"{qualname} is hot ({kind}):"]
     first = steps[0]
@@ -84,7 +90,9 @@ def why_text(qualname: str, steps: list[HotStep] | None, kind: str | None, root:
     return "\n".join(lines) + "\n"
 
 
-def why_json(qualname: str, steps: list[HotStep] | None, kind: str | None, root: HotRoot | None) -> str:
+def why_json(
+    qualname: str, steps: list[HotStep] | None, kind: str | None, root: HotRoot | None, cold: str | None = None
+) -> str:
     return (
         json.dumps(
             {
@@ -92,6 +100,7 @@ def why_json(qualname: str, steps: list[HotStep] | None, kind: str | None, root:
                 "hot": steps is not None,
                 "kind": kind,
                 "root_pattern": root.pattern if root else None,
+                "cold_pattern": cold,
                 "chain": [
                     {"qualname": s.qualname, "path": s.path, "line": s.line, "call": s.call or None}
                     for s in steps or ()
