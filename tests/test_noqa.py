@@ -62,3 +62,24 @@ def test_show_fixes(tmp_path):
         "Fixed 2 findings:\n- engine/scheduler.py:\n    2 × CL002 (expensive-call-on-hot-path)\n"
     )
     assert "loads = json.loads(output.stats)" in (work / "engine" / "scheduler.py").read_text()
+
+
+def test_unused_noqa_is_opt_in_and_judges_only_the_rules_that_ran(tmp_path):
+    work = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "guards" / "before", work)
+    assert run_cli("check", ".", "--add-noqa", cwd=work).returncode == 0
+    users = work / "pkg" / "users.py"
+    # a stale code next to a used one, a typo, another tool's code
+    text = users.read_text().replace("# noqa: CL001", "# noqa: CL001, CL002, E501", 1) + "X = 1  # noqa: CL099\n"
+    users.write_text(text)
+    default = run_cli("check", ".", "--output-format", "json", cwd=work)
+    assert json.loads(default.stdout) == []  # off by default
+    got = json.loads(run_cli("check", ".", "--output-format", "json", "--select", "CL001,CL002,CL005", cwd=work).stdout)
+    assert sorted((f["code"], f["line"], f["message"].split(":")[0]) for f in got) == [
+        ("CL005", 6, "`# noqa"),
+        ("CL005", len(text.splitlines()), "`CL099` in a suppression comment is no rule's code"),
+    ]
+    assert "no CL002 finding is on this line" in next(f["message"] for f in got if f["line"] == 6)
+    # CL002 did not run: its code is not judged
+    only = json.loads(run_cli("check", ".", "--output-format", "json", "--select", "CL001,CL005", cwd=work).stdout)
+    assert [f["line"] for f in only] == [len(text.splitlines())]
