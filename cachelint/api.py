@@ -14,21 +14,22 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .apply.fixer import FileFix
 from .apply.passes import run_fix_passes
-from .config import Config, resolve_presets
+from .config import Config, HotRoot, resolve_presets
 from .discover.walk import SourceFile, discover
 from .index.pool import index_files
 from .index.records import FileIndex
 from .lock.lockfile import find_lock
-from .model import Finding
+from .model import Finding, HotCoverage
 from .progress import Progress
 from .rules import select_rules
 from .rules.runner import run_rules
+from .semantic.callgraph import HotPaths, HotStep, RootMatch, root_matches, why_hot
 
 if TYPE_CHECKING:
     from .facts.analysis import Analysis
@@ -44,6 +45,8 @@ class Result:
     lock_path: str | None = None
     lock_written: bool = False  # --fix recorded new invariants in the lock
     cache: str = "off"  # off | hit | partial | miss: how the cache served this run
+    # how much the hot-root patterns made hot (None: no selected rule needs hot paths)
+    hot: HotCoverage | None = None
     # the configuration with its presets merged, resolved on first use (a
     # cache hit needs no presets: parsing them is a tenth of a warm run)
     _config: Config | None = field(default=None, repr=False)
@@ -64,7 +67,7 @@ def lock_location(paths: list[str], config: Config) -> Path:
 def analyse(
     paths: list[str], config: Config, jobs: int | None = None, progress: Progress | None = None
 ) -> tuple[Analysis, list[SourceFile]]:
-    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    files = _discover(paths, config)
     lock_path = lock_location(paths, config)
     if progress is not None:
         progress.stage("Indexing", len(files))
@@ -72,6 +75,12 @@ def analyse(
     if progress is not None:
         progress.stage("Analysing")
     return _analysis(indexes, _resolve(config, files), lock_path), files
+
+
+def _discover(paths: list[str], config: Config) -> list[SourceFile]:
+    return discover(
+        paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore, src=config.source_roots()
+    )
 
 
 def _analysis(indexes: list[FileIndex], config: Config, lock_path: Path) -> Analysis:
@@ -107,7 +116,7 @@ def check(
     try:
         config = config or Config()
         rules = select_rules(config.select, config.ignore)
-        files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+        files = _discover(paths, config)
         lock_path = lock_location(paths, config)
         resolved: list[Config] = []
 
@@ -119,6 +128,14 @@ def check(
         def make_analysis(indexes: list[FileIndex]) -> Analysis:
             return _analysis(indexes, resolve(), lock_path)
 
+        def summarise(analysis: Analysis) -> tuple | None:
+            """The hot coverage as a tuple (stored in the cache with the findings)."""
+            if not any(r.needs_hot_paths for r in rules):
+                return None
+            cfg = analysis.config
+            declared_empty = cfg.hot_roots == () and not cfg.extend_hot_roots
+            return astuple(analysis.hot.coverage(cfg.roots, declared_empty))
+
         # fixing needs the analysis: the lock records what each rewrite relies on,
         # and the fixer checks each file against the digest it was analysed at
         need_analysis = fix
@@ -127,7 +144,7 @@ def check(
         if cache_dir is not None:
             from .incremental.cache import Cache, cached_findings
 
-            findings, how, analysis = cached_findings(
+            findings, how, analysis, cov = cached_findings(
                 files,
                 config,
                 make_analysis,
@@ -137,6 +154,7 @@ def check(
                 lock_hash(lock_path),
                 need_analysis,
                 progress,
+                summarise,
             )
         else:
             indexes = index_files(files, jobs, progress)
@@ -144,9 +162,16 @@ def check(
                 progress.stage("Analysing")
             analysis = make_analysis(indexes)
             raw, flags = run_rules(analysis, rules)
-            findings, how = [f for f, s in zip(raw, flags) if not s], "off"
+            findings, how, cov = [f for f, s in zip(raw, flags) if not s], "off", summarise(analysis)
         findings = _reported(findings, report_only)
-        result = Result(findings=findings, files=len(files), cache=how, lock_path=str(lock_path), _resolve=resolve)
+        result = Result(
+            findings=findings,
+            files=len(files),
+            cache=how,
+            lock_path=str(lock_path),
+            hot=HotCoverage(*cov) if cov else None,
+            _resolve=resolve,
+        )
         if unsafe_fixes is None:
             unsafe_fixes = config.unsafe_fixes  # presets never set it
         if fix and analysis is not None:
@@ -259,3 +284,72 @@ def lint_sources(sources: dict[str, str], config: Config | None = None, **kw) ->
             os.chdir(cwd)
     res.sources_after = fixed  # type: ignore[attr-defined]
     return res
+
+
+@dataclass
+class HotPathsReport:
+    """What ``cachelint hot-paths`` shows: each hot-root pattern, the functions
+    it matched and how many functions each reaches, and how to ask why a
+    function is hot."""
+
+    files: int
+    presets: tuple[str, ...]
+    roots: list[RootMatch]
+    coverage: HotCoverage
+    hot: HotPaths = field(repr=False)
+    cold: tuple[str, ...] = ()  # the cold-functions patterns in force
+
+    def lookup(self, name: str) -> list[str]:
+        """The functions ``name`` names: its exact qualified name, else every
+        function whose qualified name ends with ``.name`` (``Scheduler.schedule``)."""
+        assert self.hot.program is not None
+        functions = self.hot.program.functions
+        if name in functions:
+            return [name]
+        tail = "." + name
+        return sorted(qn for qn in functions if qn.endswith(tail))
+
+    def why(self, qualname: str) -> list[HotStep] | None:
+        """The chain from a root to ``qualname`` (None: not hot)."""
+        return why_hot(self.hot, qualname)
+
+    def kind(self, qualname: str) -> str | None:
+        return self.hot.kind(qualname)
+
+    def cold_pattern(self, qualname: str) -> str | None:
+        """The ``cold-functions`` pattern that keeps ``qualname`` out of the hot paths, if any."""
+        from .globs import GlobSet
+
+        i = GlobSet(list(self.cold)).first(qualname) if self.cold else -1
+        return self.cold[i] if i >= 0 else None
+
+    def root(self, qualname: str) -> HotRoot | None:
+        return self.hot.roots.get(qualname)
+
+
+def hot_paths_report(paths: list[str], config: Config | None = None, *, jobs: int | None = None) -> HotPathsReport:
+    """The hot roots of ``paths`` under ``config``, what they matched and reach (no rule runs)."""
+    try:
+        config = config or Config()
+        analysis, files = analyse(paths, config, jobs)
+        cfg = analysis.config
+        hot = analysis.hot
+        declared_empty = cfg.hot_roots == () and not cfg.extend_hot_roots
+        return HotPathsReport(
+            len(files),
+            cfg.active_presets,
+            root_matches(hot, cfg.roots),
+            hot.coverage(cfg.roots, declared_empty),
+            hot,
+            cfg.cold,
+        )
+    finally:
+        gc.unfreeze()
+
+
+def add_noqa(findings: list[Finding], roots: list[str] | None = None) -> tuple[int, list[str]]:
+    """``--add-noqa``: a ``# noqa: CODE`` comment for each finding (see
+    :mod:`cachelint.apply.noqa`); the number added and any problems."""
+    from .apply.noqa import add_noqa as _add
+
+    return _add(findings, roots)

@@ -2,6 +2,7 @@
 
     cachelint check [PATHS] [--fix] [--unsafe-fixes] [--diff] ...
     cachelint lock [PATHS] [--check]
+    cachelint hot-paths [PATHS] [--why QUALNAME] [--all]
     cachelint explain CODE | --all
     cachelint rules
     cachelint clean [--cache-dir DIR]
@@ -23,7 +24,7 @@ from . import __version__
 
 DEFAULT_CACHE_DIR = ".cachelint_cache"  # cache.DEFAULT_DIR, without importing it here
 
-COMMANDS = ("check", "lock", "explain", "rules", "version", "clean")
+COMMANDS = ("check", "lock", "hot-paths", "explain", "rules", "version", "clean")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--unsafe-fixes", action="store_true", default=None, help="include unsafe fixes")
     c.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="never apply unsafe fixes")
     c.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them")
+    c.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="add a `# noqa: CODE` comment for each current finding (as ruff does), then exit",
+    )
     c.add_argument("--select", default=None, help="comma-separated rule codes or prefixes")
     c.add_argument("--ignore", default=None, help="comma-separated rule codes or prefixes to skip")
     c.add_argument("--extend-select", default=None, help=argparse.SUPPRESS)
@@ -66,7 +72,17 @@ def _parser() -> argparse.ArgumentParser:
         help="colour text output: auto (a terminal, unless NO_COLOR is set), always, never",
     )
     c.add_argument("--statistics", action="store_true", help="count findings per rule")
+    c.add_argument(
+        "--show-fixes",
+        action="store_true",
+        help="text output: show each fix as a diff; with --fix: list what was fixed, per file and rule",
+    )
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    c.add_argument(
+        "--require-hot-paths",
+        action="store_true",
+        help="exit 2 when no function was analysed as hot (no hot-root pattern matched) while CL002 is selected",
+    )
     c.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
     c.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
     c.add_argument("--no-chain", action="store_true", help="text output: omit hot-path chains")
@@ -90,6 +106,23 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--check", action="store_true", help="write nothing; exit 1 if the lock is out of date")
     k.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
     k.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
+
+    h = sub.add_parser(
+        "hot-paths",
+        help="list each hot-root pattern, the functions it matched and how many functions each reaches",
+    )
+    h.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    h.add_argument(
+        "--why",
+        default=None,
+        metavar="QUALNAME",
+        help="print the chain from a hot root that makes QUALNAME hot (a qualified name, or its tail: Scheduler.step)",
+    )
+    h.add_argument("--all", action="store_true", help="list every function each pattern matched (default: 10)")
+    h.add_argument("--output-format", choices=("text", "json"), default="text")
+    h.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
+    h.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
+    h.add_argument("--jobs", "-j", type=int, default=None, help="processes for indexing")
 
     e = sub.add_parser("explain", help="print a rule's documentation")
     e.add_argument("code", nargs="?", help="rule code, e.g. CL003")
@@ -122,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
             return _explain(args.code, args.all)
         if args.command == "lock":
             return _lock(args)
+        if args.command == "hot-paths":
+            return _hot_paths(args)
         if args.command == "clean":
             return _clean(args)
         if args.command == "rules":
@@ -263,11 +298,49 @@ def _lock(args) -> int:
     return 1 if errors else 0
 
 
+def _hot_paths(args) -> int:
+    """Exit 0, or with --why: 0 when the function is hot, 1 when it is not, 2 when no function has that name."""
+    from .api import hot_paths_report
+    from .config import ConfigError
+    from .output import hotpaths
+
+    try:
+        cfg = _load_config(args).with_overrides(preset=args.preset)
+        report = hot_paths_report(args.paths, cfg, jobs=args.jobs)
+    except ConfigError as e:
+        print(f"cachelint: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    as_json = args.output_format == "json"
+    if args.why is None:
+        if as_json:
+            sys.stdout.write(hotpaths.roots_json(report.roots, report.coverage, report.presets, report.files))
+        else:
+            sys.stdout.write(hotpaths.roots_text(report.roots, report.coverage, report.presets, report.files, args.all))
+        return 0
+    names = report.lookup(args.why)
+    if not names:
+        print(f"cachelint: error: no function `{args.why}` in the analysed files", file=sys.stderr)
+        return 2
+    if len(names) > 1:
+        shown = "\n    ".join(names[:20]) + ("\n    ..." if len(names) > 20 else "")
+        print(f"cachelint: error: `{args.why}` names {len(names)} functions; give one:\n    {shown}", file=sys.stderr)
+        return 2
+    qn = names[0]
+    steps = report.why(qn)
+    root = report.root(steps[0].qualname) if steps else None
+    render = hotpaths.why_json if as_json else hotpaths.why_text
+    sys.stdout.write(render(qn, steps, report.kind(qn), root, None if steps else report.cold_pattern(qn)))
+    return 0 if steps else 1
+
+
 def _check(args) -> int:
     from .api import check
     from .config import ConfigError
     from .lock.lockfile import LockError
-    from .output.report import statistics, summary, to_json, to_text
+    from .output.report import fixed_summary, statistics, summary, to_json, to_text
     from .output.terminal import colour_enabled, progress_for, write_coloured
     from .rules import UnknownRuleError
 
@@ -285,6 +358,9 @@ def _check(args) -> int:
         cfg = cfg.with_overrides(select=select, ignore=_split(args.ignore), preset=args.preset)
         cache_dir = None if args.no_cache or os.environ.get("CACHELINT_NO_CACHE") else _cache_dir(args, cfg, paths)
         fix = args.fix or args.diff
+        if args.add_noqa and fix:
+            print("cachelint: error: --add-noqa cannot be combined with --fix or --diff", file=sys.stderr)
+            return 2
         if report_only is not None:
             missing = [p for p in report_only if not os.path.lexists(p)]
             if missing:
@@ -314,6 +390,15 @@ def _check(args) -> int:
     out = sys.stdout
     for err in result.errors:
         print(f"cachelint: warning: {err}", file=sys.stderr)
+    # nothing analysed as hot: CL002 checked nothing. A warning and no "All checks
+    # passed!"; the status still follows the findings (CL001, CL003 and CL004 ran,
+    # and ruff too warns and exits 0 when it had nothing to check), unless
+    # --require-hot-paths makes it exit 2; `hot-roots = []` says it on purpose
+    vacuous = result.hot is not None and result.hot.vacuous
+    no_hot_message = _no_hot_paths_warning(result, args.require_hot_paths) if vacuous else ""
+    if vacuous and (args.require_hot_paths or not args.quiet):
+        print(no_hot_message, file=sys.stderr)
+    vacuous = vacuous and args.require_hot_paths
     if result.lock_written and not args.quiet:
         print(f"cachelint: recorded what the rewrites rely on in {result.lock_path}; commit it", file=sys.stderr)
     if args.diff:
@@ -321,9 +406,19 @@ def _check(args) -> int:
             out.write(ff.diff())
         n = sum(len(ff.findings) for ff in result.file_fixes)
         if not args.quiet:
-            print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
+            print(f"Would fix {n} finding{'s' if n != 1 else ''}.", file=sys.stderr)
+        if vacuous:
+            return 2
         return 1 if result.file_fixes and not args.exit_zero else 0
     findings = result.findings
+    if args.add_noqa:
+        from .api import add_noqa
+
+        added, problems = add_noqa(findings, roots=list(paths))
+        for p in problems:
+            print(f"cachelint: warning: {p}", file=sys.stderr)
+        print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", file=sys.stderr)
+        return 2 if vacuous else 0
     fmt = args.output_format
     if fmt == "json":
         out.write(to_json(findings))
@@ -334,23 +429,48 @@ def _check(args) -> int:
             out.write(formats.to_sarif(findings))
         elif fmt == "github":
             out.write(formats.to_github(findings))
+            if no_hot_message:  # shown on the pull request, not only in the log
+                out.write("::warning title=cachelint::" + no_hot_message.split(": ", 2)[2] + "\n")
         else:
             out.write(formats.to_concise(findings, unsafe))
             if not args.quiet:
-                out.write(summary(findings, len(result.fixed), unsafe))
+                out.write(summary(findings, len(result.fixed), unsafe, result.hot))
     else:
         if args.statistics:
             text = statistics(findings, unsafe)
         else:
-            text = to_text(findings, unsafe, show_chain=not args.no_chain, frames=True)
+            text = to_text(findings, unsafe, show_chain=not args.no_chain, frames=True, show_fixes=args.show_fixes)
+            if args.show_fixes and args.fix:
+                text = fixed_summary(result.fixed) + text
             if not args.quiet:
-                text += summary(findings, len(result.fixed), unsafe)
+                text += summary(findings, len(result.fixed), unsafe, result.hot)
         if colour_enabled(out, args.color):
             write_coloured(text, out)
         else:
             out.write(text)
+    if vacuous:
+        return 2
     if args.exit_zero:
         return 0
     if args.exit_non_zero_on_fix and result.fixed:
         return 1
     return 1 if findings else 0
+
+
+def _no_hot_paths_warning(result, strict: bool) -> str:
+    from .config import available_presets
+
+    cov = result.hot
+    cfg = result.config
+    presets = ", ".join(cfg.active_presets) if cfg is not None and cfg.active_presets else "none"
+    if cov.patterns == 0:
+        why = f"no hot-root pattern is configured (presets: {presets})"
+    else:
+        why = f"none of the {cov.patterns} hot-root pattern{'s' if cov.patterns != 1 else ''} matched a function (presets: {presets})"
+    engines = ", ".join(p for p in available_presets() if p != "python")
+    return (
+        f"cachelint: {'error' if strict else 'warning'}: no function was analysed as hot: {why}, "
+        "so CL002 checked nothing. Configure `hot-roots` in [tool.cachelint] (`hot-roots = []` to "
+        f"say there are none) or use a preset (`--preset NAME`; engines: {engines}); "
+        "see `cachelint hot-paths`."
+    )

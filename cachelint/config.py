@@ -21,6 +21,9 @@ else:  # pragma: no cover - exercised on 3.10
     import tomli as tomllib
 
 PRESET_DIR = Path(__file__).parent / "presets"
+# decorators whose function runs its body once per arguments (or once per
+# object), not per call; presets add an engine's own, and so can users
+DEFAULT_CACHE_DECORATORS = ("cache", "lru_cache", "cached", "cached_property", "memoize", "cache_method")
 KINDS = ("per-token", "per-step", "per-layer", "per-request", "per-batch", "once")
 COSTS = ("high", "low")
 
@@ -57,6 +60,11 @@ class Config:
     expensive_calls: tuple[CatalogEntry, ...] | None = None
     extend_expensive_calls: tuple[CatalogEntry, ...] = ()
     pure_calls: tuple[str, ...] = ()
+    cache_decorators: tuple[str, ...] | None = None  # None: the defaults and the presets'
+    cold_functions: tuple[str, ...] | None = None  # None: the presets'
+    extend_cold_functions: tuple[str, ...] = ()
+    extend_cache_decorators: tuple[str, ...] = ()
+    src: tuple[str, ...] = ()  # source roots, relative to the configuration file's directory
     unsafe_fixes: bool = False
     min_cost: str = "high"  # CL002 reports catalog entries of at least this cost
     source: str | None = None  # the file it came from
@@ -64,9 +72,16 @@ class Config:
     active_presets: tuple[str, ...] = ()
     roots: tuple[HotRoot, ...] = ()
     catalog: tuple[CatalogEntry, ...] = field(default=())
+    decorators: tuple[str, ...] = DEFAULT_CACHE_DECORATORS
+    cold: tuple[str, ...] = ()  # functions the hot-path walk never enters
 
     def with_overrides(self, **kw) -> Config:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+    def source_roots(self) -> tuple[Path, ...]:
+        """``src`` as directories: relative to the configuration file, else to the current directory."""
+        base = Path(self.source).parent if self.source else Path.cwd()
+        return tuple(base / s for s in self.src)
 
 
 _KEYS = {
@@ -81,6 +96,11 @@ _KEYS = {
     "expensive-calls",
     "extend-expensive-calls",
     "pure-calls",
+    "cache-decorators",
+    "extend-cache-decorators",
+    "cold-functions",
+    "extend-cold-functions",
+    "src",
     "unsafe-fixes",
     "min-cost",
 }
@@ -167,6 +187,13 @@ def parse_table(t: dict, where: str) -> Config:
     if "extend-expensive-calls" in t:
         kw["extend_expensive_calls"] = _catalog(t["extend-expensive-calls"], where, "extend-expensive-calls")
     kw["pure_calls"] = _str_list(t, "pure-calls", where)
+    kw["src"] = _str_list(t, "src", where)
+    if "cache-decorators" in t:
+        kw["cache_decorators"] = _str_list(t, "cache-decorators", where)
+    kw["extend_cache_decorators"] = _str_list(t, "extend-cache-decorators", where)
+    if "cold-functions" in t:
+        kw["cold_functions"] = _str_list(t, "cold-functions", where)
+    kw["extend_cold_functions"] = _str_list(t, "extend-cold-functions", where)
     if "unsafe-fixes" in t:
         kw["unsafe_fixes"] = bool(t["unsafe-fixes"])
     if "min-cost" in t:
@@ -251,10 +278,20 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
                 names.append(n)
     roots: list[HotRoot] = []
     catalog: list[CatalogEntry] = []
+    decorators: list[str] = list(DEFAULT_CACHE_DECORATORS)
+    cold: list[str] = []
     for n in names:
         data = load_preset(n)
         roots.extend(_roots(data.get("hot-roots", []), f"preset {n}", "hot-roots"))
         catalog.extend(_catalog(data.get("expensive-calls", []), f"preset {n}", "expensive-calls"))
+        decorators.extend(_str_list(data, "cache-decorators", f"preset {n}"))
+        cold.extend(_str_list(data, "cold-functions", f"preset {n}"))
+    if cfg.cache_decorators is not None:
+        decorators = list(cfg.cache_decorators)
+    decorators.extend(cfg.extend_cache_decorators)
+    if cfg.cold_functions is not None:
+        cold = list(cfg.cold_functions)
+    cold.extend(cfg.extend_cold_functions)
     if cfg.hot_roots is not None:
         roots = list(cfg.hot_roots)
     if cfg.expensive_calls is not None:
@@ -262,4 +299,11 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
     roots.extend(cfg.extend_hot_roots)
     catalog.extend(cfg.extend_expensive_calls)
     catalog.extend(CatalogEntry(p, "declared-pure", True, "declared pure in configuration") for p in cfg.pure_calls)
-    return replace(cfg, active_presets=tuple(names), roots=tuple(roots), catalog=tuple(catalog))
+    return replace(
+        cfg,
+        active_presets=tuple(names),
+        roots=tuple(roots),
+        catalog=tuple(catalog),
+        decorators=tuple(dict.fromkeys(decorators)),
+        cold=tuple(dict.fromkeys(cold)),
+    )

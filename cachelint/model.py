@@ -105,3 +105,26 @@ class Finding:
     @property
     def column(self) -> int:
         return self.span.column
+
+
+@dataclass(frozen=True)
+class HotCoverage:
+    """How much of the program the hot-root patterns made hot, for a run's summary.
+
+    ``patterns``: the hot-root patterns configured (presets included);
+    ``matched``: the patterns that matched at least one function; ``roots``:
+    the functions they matched; ``functions``: every function reachable from
+    them (the roots included), i.e. what CL002 analysed as hot.
+    """
+
+    patterns: int
+    matched: int
+    roots: int
+    functions: int
+    # the roots were set to an empty list on purpose (`hot-roots = []`)
+    declared_empty: bool = False
+
+    @property
+    def vacuous(self) -> bool:
+        """No function was analysed as hot, and nobody asked for that."""
+        return self.functions == 0 and not self.declared_empty

@@ -4,11 +4,10 @@
 decorator expression in ``replacement``, the function's module-relative
 qualified name in ``target``) and ``EditKind.ADD_IMPORT`` edits (``import
 <target>``). The decorator goes on top, outermost, so it caches whatever the
-rest of the stack returns. Imports are queued the way LibCST's own codemods do
-it: :class:`~libcst.codemod.visitors.AddImportsVisitor` is told what is
-needed while transforming and runs after the main transform (it skips an
-import the module already has, and places a new one after the existing
-imports, after any ``from __future__`` import and the module docstring).
+rest of the stack returns. An import the module lacks is added where isort
+and ruff's import sorting put it (:func:`codemods.imports.add_import`: a
+standard-library module in that section, sorted), so a file that passed
+``ruff check --select I`` still does.
 
 Functions are found by name, not by position, so these edits can run after
 :class:`~codemods.hoist.HoistCommand` has moved lines around. A function that
@@ -25,11 +24,11 @@ from typing import Any
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
-from libcst.codemod.visitors import AddImportsVisitor
 
 from cachelint.model import Edit, EditKind
 from codemods._common import FixError, _validate
 from codemods.findings import load_edits
+from codemods.imports import add_import
 
 __all__ = ["MemoizeCommand"]
 
@@ -73,7 +72,7 @@ class MemoizeCommand(VisitorBasedCodemodCommand):
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
         self.applied, self.unmatched = [], []
-        out = super().transform_module(tree)  # runs the queued AddImportsVisitor too
+        out = super().transform_module(tree)
         if self.applied:
             _validate(out.code, self.context.filename or "<string>")
         return out
@@ -99,7 +98,7 @@ class MemoizeCommand(VisitorBasedCodemodCommand):
         if any(e in self.applied for es in self._decorators.values() for e in es):
             for e in edits:
                 if e.kind is EditKind.ADD_IMPORT:
-                    AddImportsVisitor.add_needed_import(self.context, e.target)
+                    tree = add_import(tree, e.target)
                     self.applied.append(e)
         else:
             self.unmatched.extend(e for e in edits if e.kind is EditKind.ADD_IMPORT)

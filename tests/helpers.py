@@ -16,7 +16,7 @@ FIXTURES = REPO / "fixtures"
 def example_config(example, code: str | None = None) -> Config:
     kw = {"preset": example.preset}
     if code:
-        kw["select"] = (code,)
+        kw["select"] = tuple(example.select) or (code,)
     if example.hot_roots:
         kw["hot_roots"] = tuple(HotRoot(r["pattern"], r.get("kind", "per-step")) for r in example.hot_roots)
     if example.expensive_calls:

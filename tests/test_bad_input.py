@@ -276,7 +276,7 @@ def test_five_megabyte_file_is_checked_and_fixed(project):
     assert users.stat().st_size > 5 * 1024 * 1024
     proc = run_cli("check", ".", "--fix", "--output-format", "concise", cwd=project, timeout=600)
     assert "Traceback" not in proc.stderr
-    assert "Found 7 errors (4 fixed, 3 remaining)." in proc.stdout, proc.stdout + proc.stderr
+    assert "Found 7 findings (4 fixed, 3 remaining)." in proc.stdout, proc.stdout + proc.stderr
     text = users.read_text()
     assert text.count(FIXED_CALL) == 4 and text.endswith(filler)
     compile(text, str(users), "exec")

@@ -31,7 +31,28 @@ def test_exit_codes(project, tmp_path):
     clean.mkdir()
     (clean / "m.py").write_text("x = 1\n")
     proc = run_cli("check", ".", cwd=clean)
-    assert proc.returncode == 0 and "All checks passed!" in proc.stdout
+    # nothing hot (no hot roots): a warning, no "All checks passed!", exit 0 (the
+    # findings decide) unless --require-hot-paths
+    assert proc.returncode == 0 and "All checks passed!" not in proc.stdout
+    assert "No function was analysed as hot" in proc.stdout
+    assert (
+        "warning: no function was analysed as hot: no hot-root pattern is configured (presets: python)" in proc.stderr
+    )
+    assert "see `cachelint hot-paths`" in proc.stderr
+    assert "no function was analysed as hot" not in run_cli("check", ".", "-q", cwd=clean).stderr
+    strict = run_cli("check", ".", "--require-hot-paths", cwd=clean)
+    assert strict.returncode == 2 and "error: no function was analysed as hot" in strict.stderr
+    # CL002 not selected: nothing to warn about
+    only = run_cli("check", ".", "--select", "CL001", "--require-hot-paths", cwd=clean)
+    assert only.returncode == 0 and "All checks passed!" in only.stdout and not only.stderr
+    # hot roots that match nothing: the same; `hot-roots = []` says so on purpose
+    (clean / "pyproject.toml").write_text('[tool.cachelint]\nhot-roots = ["*.Engine.step"]\n')
+    proc = run_cli("check", ".", "--require-hot-paths", cwd=clean)
+    assert proc.returncode == 2 and "none of the 1 hot-root pattern matched a function" in proc.stderr
+    (clean / "pyproject.toml").write_text("[tool.cachelint]\nhot-roots = []\n")
+    proc = run_cli("check", ".", "--require-hot-paths", cwd=clean)
+    assert proc.returncode == 0 and "All checks passed!" in proc.stdout and not proc.stderr
+    (clean / "pyproject.toml").unlink()
     assert run_cli("check", "does-not-exist", cwd=clean).returncode == 2
     assert run_cli("check", "--no-such-flag", cwd=clean).returncode == 2
 
@@ -74,7 +95,7 @@ def test_text_output_marks_fixable_and_summarises(project):
     proc = run_cli("check", ".", cwd=project)
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("pkg/users.py:6:16: CL001 [*] `probe_encoder(config)` recomputes `Cache.encoder_len`")
-    assert "Found 7 errors." in proc.stdout
+    assert "Found 7 findings." in proc.stdout  # warnings: not "errors"
     assert "[*] 4 fixable with the `--fix` option." in proc.stdout
     assert "3 hidden fixes can be enabled with the `--unsafe-fixes` option." in proc.stdout
     unsafe = run_cli("check", ".", "--unsafe-fixes", cwd=project)
@@ -116,7 +137,27 @@ def test_select_and_ignore(project):
 def test_statistics(project):
     proc = run_cli("check", ".", "--statistics", cwd=project)
     assert proc.stdout.split("\t")[:2] == ["7", "CL001"]
-    assert "cached-value-recomputed" in proc.stdout
+    # 4 of the 7 have a safe fix: no [*] for the rule, the count instead
+    assert proc.stdout.splitlines()[0] == "7\tCL001\t[ ] cached-value-recomputed (4 fixable)"
+    unsafe = run_cli("check", ".", "--statistics", "--unsafe-fixes", cwd=project)
+    assert unsafe.stdout.splitlines()[0] == "7\tCL001\t[*] cached-value-recomputed"
+
+
+def test_summary_counts_findings_and_calls_only_errors_errors():
+    from cachelint.model import Finding, Span
+    from cachelint.output.report import found_line
+
+    def f(code):
+        return Finding(code, "m.py", Span(1, 0, 1, 1), "msg")
+
+    assert found_line([f("CL002")] * 23) == "Found 23 findings."
+    assert found_line([f("CL002")]) == "Found 1 finding."
+    assert found_line([f("CL000")] * 2) == "Found 2 errors."
+    assert found_line([f("CL003"), f("CL001"), f("CL002")]) == "Found 3 findings (1 error, 2 warnings)."
+    assert found_line([f("CL001")], fixed=2) == "Found 3 findings (2 fixed, 1 remaining)."
+    assert (
+        found_line([f("CL000"), f("CL001")], fixed=1) == "Found 3 findings (1 fixed, 2 remaining; 1 error, 1 warning)."
+    )
 
 
 def test_config_file_option_and_errors(project, tmp_path):

@@ -88,7 +88,8 @@ def test_memoize_adds_the_decorator_on_top_and_the_import_once():
     cmd = MemoizeCommand(CodemodContext(), edits)
     code = cmd.transform_module(cst.parse_module(src)).code
     assert (
-        code == "import os\nimport functools\n\n@functools.cache\n@staticmethod\ndef f(n: int) -> int:\n    return n\n"
+        # sorted into the standard-library imports, as isort and ruff's I001 want it
+        code == "import functools\nimport os\n\n@functools.cache\n@staticmethod\ndef f(n: int) -> int:\n    return n\n"
     )
     cmd2 = MemoizeCommand(CodemodContext(), edits)
     assert cmd2.transform_module(cst.parse_module(code)).code == code

@@ -1,11 +1,13 @@
-"""Fetch real vLLM source from PyPI into a cache directory outside the repo.
+"""Fetch a released package's Python source from PyPI into a cache directory outside the repo.
 
-    python tests/vllm_source.py 0.10.2      # prints the directory holding vllm/
+    python tests/vllm_source.py 0.10.2              # prints the directory holding vllm/
+    python tests/vllm_source.py sglang 0.5.23       # any package: the directory holding sglang/
 
-Downloads the wheel with ``pip download vllm==X --no-deps --only-binary :all:``
-(the sdist does not build without torch), extracts only ``vllm/**/*.py``, and
-reuses the result on later runs. The cache root is ``$CACHELINT_TEST_CACHE``
-or ``~/.cache/cachelint-tests``. No vLLM code ever enters this repository.
+Downloads the wheel with ``pip download NAME==X --no-deps --only-binary :all:``
+(vLLM's sdist does not build without torch), extracts only ``NAME/**/*.py``,
+and reuses the result on later runs: ``$CACHE/src/NAME-X/NAME``. The cache
+root is ``$CACHELINT_TEST_CACHE`` or ``~/.cache/cachelint-tests``. No engine
+code ever enters this repository.
 """
 
 from __future__ import annotations
@@ -18,26 +20,32 @@ import sys
 import zipfile
 from pathlib import Path
 
+# the releases the engine-preset tests run on (docs/engines.md was measured on them)
+SGLANG_VERSION = "0.5.23"
+LMDEPLOY_VERSION = "0.18.0"
+
 
 def cache_root() -> Path:
     return Path(os.environ.get("CACHELINT_TEST_CACHE", Path.home() / ".cache" / "cachelint-tests"))
 
 
-def vllm_source(version: str) -> Path:
-    """Directory containing the ``vllm`` package of that release (read-only use)."""
+def package_source(package: str, version: str) -> Path:
+    """Directory containing the ``package`` directory of that release (read-only use)."""
     root = cache_root()
-    dest = root / "src" / f"vllm-{version}"
+    dest = root / "src" / f"{package}-{version}"
     marker = dest / ".complete"
     if marker.exists():
         return dest
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".lock-{version}", "w") as lock:
+    # the vLLM lock keeps its old name: a run of an older checkout shares it
+    lock_name = f".lock-{version}" if package == "vllm" else f".lock-{package}-{version}"
+    with open(root / lock_name, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if marker.exists():
             return dest
         wheels = root / "wheels"
         wheels.mkdir(exist_ok=True)
-        wheel = _find_wheel(wheels, version)
+        wheel = _find_wheel(wheels, package, version)
         if wheel is None:
             subprocess.run(
                 [
@@ -45,7 +53,7 @@ def vllm_source(version: str) -> Path:
                     "-m",
                     "pip",
                     "download",
-                    f"vllm=={version}",
+                    f"{package}=={version}",
                     "--no-deps",
                     "--only-binary",
                     ":all:",
@@ -56,14 +64,14 @@ def vllm_source(version: str) -> Path:
                 ],
                 check=True,
             )
-            wheel = _find_wheel(wheels, version)
+            wheel = _find_wheel(wheels, package, version)
             if wheel is None:
-                raise RuntimeError(f"pip download did not produce a vllm {version} wheel in {wheels}")
+                raise RuntimeError(f"pip download did not produce a {package} {version} wheel in {wheels}")
         tmp = dest.with_name(dest.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
         with zipfile.ZipFile(wheel) as z:
             for name in z.namelist():
-                if name.startswith("vllm/") and name.endswith(".py"):
+                if name.startswith(f"{package}/") and name.endswith(".py"):
                     z.extract(name, tmp)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
@@ -71,8 +79,13 @@ def vllm_source(version: str) -> Path:
     return dest
 
 
-def _find_wheel(wheels: Path, version: str) -> Path | None:
-    found = sorted(wheels.glob(f"vllm-{version}-*.whl"))
+def vllm_source(version: str) -> Path:
+    """Directory containing the ``vllm`` package of that release (read-only use)."""
+    return package_source("vllm", version)
+
+
+def _find_wheel(wheels: Path, package: str, version: str) -> Path | None:
+    found = sorted(wheels.glob(f"{package}-{version}-*.whl"))
     return found[0] if found else None
 
 
@@ -84,7 +97,10 @@ def copy_tree(version: str, target: Path) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: python tests/vllm_source.py VERSION", file=sys.stderr)
+    if len(sys.argv) == 2:
+        print(vllm_source(sys.argv[1]))
+    elif len(sys.argv) == 3:
+        print(package_source(sys.argv[1], sys.argv[2]))
+    else:
+        print("usage: python tests/vllm_source.py [PACKAGE] VERSION", file=sys.stderr)
         sys.exit(2)
-    print(vllm_source(sys.argv[1]))

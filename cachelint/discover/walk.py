@@ -4,7 +4,8 @@ Walks the given paths, honours ``.gitignore`` files (the root's and nested
 ones, with git's pattern semantics for the common cases: anchored patterns,
 ``**``, trailing ``/`` for directories and ``!`` negation) and the configured
 ``exclude`` globs, and derives each file's dotted module name from the package
-layout (a directory is a package level while it holds ``__init__.py``).
+layout and the source roots (namespace packages included: see
+:class:`ModuleNamer`).
 Explicitly named files are always included, as ruff does.
 """
 
@@ -149,33 +150,111 @@ def _resolve(p: Path) -> Path:
         return p.absolute()
 
 
-def module_name_for(path: Path, _memo: dict | None = None, *, resolved: bool = False) -> tuple[str, bool]:
-    """Dotted module name from the package layout: climb while ``__init__.py``."""
-    if not resolved:
-        path = _resolve(path)
-    is_package = path.name == "__init__.py"
-    parts = [] if is_package else [path.stem]
-    parts.extend(reversed(_package_parts(path.parent, {} if _memo is None else _memo)))
-    parts.reverse()
-    name = ".".join(p for p in parts if p)
-    if not all(p.isidentifier() for p in parts):
-        # e.g. a directory called "my-scripts": keep a readable, unique name
-        name = ".".join(parts)
-    return name, is_package
+# a directory holding one of these (and no __init__.py) is a project's root:
+# its top package is never above it (the climb for namespace packages stops there)
+PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 
 
-def _package_parts(d: Path, memo: dict) -> list[str]:
-    """Names of the packages enclosing directory ``d``, outermost first (memoized per run)."""
-    hit = memo.get(d)
-    if hit is not None:
-        return hit
-    if not (d / "__init__.py").exists():
-        out: list[str] = []
-    elif d.parent == d:
-        out = [d.name]
-    else:
-        out = _package_parts(d.parent, memo) + [d.name]
-    memo[d] = out
+class ModuleNamer:
+    """Dotted module names from the package layout, memoized per directory.
+
+    A file's module name is its path below a *source root*, dotted:
+
+    1. a configured or auto-detected source root (``src`` in the configuration,
+       a ``src/`` directory at the project root or in a given directory): the
+       deepest one holding the file, if every directory below it is an
+       identifier;
+    2. otherwise the directory holding the top package: the outermost
+       ancestor directory with an ``__init__.py``, climbing over directories
+       without one (PEP 420 namespace packages: ``sglang/srt/managers/`` has no
+       ``__init__.py`` but ``sglang/`` has), never above a project root
+       (a directory with one of ``PROJECT_MARKERS`` and no ``__init__.py``) nor across a directory whose name is not an
+       identifier (it cannot be a package);
+    3. otherwise the file's own directory: a script gets its bare stem.
+    """
+
+    def __init__(self, roots=()) -> None:
+        # deepest first: the innermost root holding a file names it
+        self.roots = sorted({_resolve(Path(r)) for r in roots}, key=lambda p: (-len(p.parts), str(p)))
+        self._parts: dict[Path, list[str]] = {}
+        self._chains: dict[Path, tuple[tuple[str, bool], ...]] = {}
+
+    def name(self, path: Path, *, resolved: bool = False) -> tuple[str, bool]:
+        if not resolved:
+            path = _resolve(path)
+        is_package = path.name == "__init__.py"
+        parts = list(self.package_parts(path.parent))
+        if not is_package:
+            parts.append(path.stem)
+        name = ".".join(p for p in parts if p)
+        if not all(p.isidentifier() for p in parts):
+            # e.g. a file called "my-script.py": keep a readable, unique name
+            name = ".".join(parts)
+        return name, is_package
+
+    def package_parts(self, d: Path) -> list[str]:
+        """Names of the packages enclosing directory ``d``, outermost first."""
+        hit = self._parts.get(d)
+        if hit is not None:
+            return hit
+        out: list[str] | None = None
+        for r in self.roots:
+            if d == r or r in d.parents:
+                rel = d.relative_to(r).parts
+                if all(p.isidentifier() for p in rel):
+                    out = list(rel)
+                break
+        if out is None:
+            chain = self._chain(d)
+            first = next((i for i, (_, init) in enumerate(chain) if init), None)
+            out = [] if first is None else [n for n, _ in chain[first:]]
+        self._parts[d] = out
+        return out
+
+    def _chain(self, d: Path) -> tuple[tuple[str, bool], ...]:
+        """(name, holds __init__.py) of ``d`` and the ancestors that could be
+        package levels above it, outermost first."""
+        hit = self._chains.get(d)
+        if hit is not None:
+            return hit
+        if not d.name.isidentifier():  # also the filesystem root
+            out: tuple[tuple[str, bool], ...] = ()
+        else:
+            init = (d / "__init__.py").exists()
+            entry = ((d.name, init),)
+            # a package's own module called setup.py is no project root
+            if d.parent == d or (not init and any((d / m).exists() for m in PROJECT_MARKERS)):
+                out = entry
+            else:
+                out = self._chain(d.parent) + entry
+        self._chains[d] = out
+        return out
+
+
+def module_name_for(path: Path, namer: ModuleNamer | None = None, *, resolved: bool = False) -> tuple[str, bool]:
+    """Dotted module name from the package layout (see :class:`ModuleNamer`)."""
+    return (namer or ModuleNamer()).name(path, resolved=resolved)
+
+
+def project_dir(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding a project marker."""
+    for d in (start, *start.parents):
+        if any((d / m).exists() for m in PROJECT_MARKERS):
+            return d
+    return None
+
+
+def auto_source_roots(paths: list[str]) -> list[Path]:
+    """``src/`` directories of the given directories and of their projects."""
+    out: list[Path] = []
+    for given in paths:
+        d = _resolve(Path(given))
+        if not d.is_dir():
+            d = d.parent
+        proj = project_dir(d)
+        for base in (d, proj):
+            if base is not None and (base / "src").is_dir():
+                out.append(base / "src")
     return out
 
 
@@ -198,14 +277,18 @@ def discover(
     *,
     exclude: tuple[str, ...] = (),
     respect_gitignore: bool = True,
+    src: tuple[str | Path, ...] | list[Path] = (),
 ) -> list[SourceFile]:
-    """Every ``.py``/``.pyi``-less Python source under ``paths``, sorted, unique."""
+    """Every ``.py``/``.pyi``-less Python source under ``paths``, sorted, unique.
+
+    ``src``: configured source roots (absolute, or relative to the current
+    directory); ``src/`` directories are added (see :func:`auto_source_roots`)."""
     excl = tuple(DEFAULT_EXCLUDE) + tuple(exclude)
     seen: set[Path] = set()
     out: list[SourceFile] = []
 
     rx_name, rx_path = _exclude_regexes(excl)
-    dirs: dict = {}
+    namer = ModuleNamer([*src, *auto_source_roots(paths)])
 
     def excluded(p: Path) -> bool:
         return rx_name.match(p.name) is not None or rx_path.match(p.as_posix()) is not None
@@ -215,7 +298,7 @@ def discover(
         if rp in seen:
             return
         seen.add(rp)
-        module, is_pkg = module_name_for(rp, dirs, resolved=True)
+        module, is_pkg = namer.name(rp, resolved=True)
         out.append(SourceFile(_display(p), module, is_pkg))
 
     for given in paths:

@@ -13,6 +13,7 @@ from ..config import Config
 from ..index.records import CallSite, FileIndex, FunctionInfo
 from ..lock.lockfile import Invariant
 from ..semantic.callgraph import HotPaths, hot_paths
+from ..semantic.idioms import CacheDecorators
 from ..semantic.program import Program
 from .cachesites import CacheAnalysis
 from .catalog import Catalog
@@ -30,7 +31,7 @@ class Analysis:
         sources: dict[str, bytes] | None = None,
     ) -> None:
         self.config = config
-        self.program = Program(indexes, sources)
+        self.program = Program(indexes, CacheDecorators(config.decorators), sources)
         self.catalog = Catalog(config.catalog)
         # the invariants of cachelint.lock (None: no lock file)
         self.invariants = invariants
@@ -38,7 +39,7 @@ class Analysis:
 
     @cached_property
     def hot(self) -> HotPaths:
-        return hot_paths(self.program, self.config.roots)
+        return hot_paths(self.program, self.config.roots, self.config.cold)
 
     @cached_property
     def cost(self) -> CostModel:

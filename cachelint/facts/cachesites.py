@@ -31,7 +31,6 @@ from ..index.records import CallSite, FunctionInfo
 from ..index.scans import function_imports, scan_hits, use_keys
 from ..semantic.access import spell, spell_atom
 from ..semantic.guards import Atom, guard_atoms, residual, substitute
-from ..semantic.idioms import is_cached_function
 from ..semantic.program import CONSTRUCTORS, Program, Value
 from ..semantic.values import CallRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 from .catalog import Catalog
@@ -177,7 +176,7 @@ class CacheAnalysis:
                 return None
         if fn is None and entry is None:
             return None
-        if fn is not None and (is_cached_function(fn) or fn.name in CONSTRUCTORS):
+        if fn is not None and (p.is_cached(fn) or fn.name in CONSTRUCTORS):
             return None
         ctx = p.context(f)
         target = p.canon(c.assigned_to, ctx)

@@ -46,7 +46,7 @@ from enum import Enum
 from ..config import CatalogEntry
 from ..index.expr import dotted
 from ..index.records import FunctionInfo
-from ..semantic.idioms import fills_once, is_cached_function
+from ..semantic.idioms import fills_once
 from ..semantic.program import CONSTRUCTORS, Program
 from ..semantic.values import GlobalRoot
 from .catalog import PURE_BUILTINS, Catalog
@@ -210,7 +210,7 @@ class CostModel:
         if entry is not None and entry.kind == "declared-pure":
             entry = None
         # the body in the tree that may decide (a cached function's or a constructor's does not)
-        body = fn if fn is not None and not is_cached_function(fn) and fn.name not in CONSTRUCTORS else None
+        body = fn if fn is not None and not self.program.is_cached(fn) and fn.name not in CONSTRUCTORS else None
         if entry is not None:
             if entry.kind in BODY_DECIDES and body is not None:
                 why = self.body_cost(body)
@@ -245,7 +245,7 @@ class CostModel:
 
     def property_cost(self, fn: FunctionInfo) -> Cost | None:
         """The cost of reading property ``fn``: its getter runs on every read."""
-        if is_cached_function(fn) or _stub(fn):
+        if self.program.is_cached(fn) or _stub(fn):
             return None
         return self.cost([fn.qualname], fn)
 
@@ -268,7 +268,7 @@ class CostModel:
             callee = p.call_callee(fn, c)
             names = p.callee_names(callee, dotted(c.func))
             target = p.callee_function(callee) if callee is not None else None
-            if target is not None and (is_cached_function(target) or target is fn):
+            if target is not None and (self.program.is_cached(target) or target is fn):
                 continue
             entry = self.catalog.match(names)
             if entry is not None and entry.kind != "declared-pure":
@@ -404,7 +404,7 @@ class CostModel:
         return bool(real) and all(self._body_cheap(g, depth) for g in real)
 
     def _body_cheap(self, fn: FunctionInfo, depth: int) -> bool:
-        if is_cached_function(fn):
+        if self.program.is_cached(fn):
             return True
         if depth > MAX_DEPTH:
             return False
@@ -457,7 +457,7 @@ class CostModel:
                         continue  # a small value object of the tree (its __init__ is checked below if any)
                     return False
                 targets = [g]
-            targets = [g for g in targets if g is not fn and not is_cached_function(g)]
+            targets = [g for g in targets if g is not fn and not self.program.is_cached(g)]
             if targets and not self._all_cheap(targets, depth + 1):
                 return False
         return True
@@ -504,7 +504,7 @@ class CostModel:
             if depth < MAX_DEPTH:
                 callee = p.call_callee(fn, c)
                 g = p.callee_function(callee) if callee is not None else None
-                if g is not None and g is not fn and not is_cached_function(g) and g.name not in CONSTRUCTORS:
+                if g is not None and g is not fn and not self.program.is_cached(g) and g.name not in CONSTRUCTORS:
                     inner = self.walks_config(g, depth + 1)
                     if inner is not None:
                         result = f"`{fn.qualname}` calls `{g.qualname}`: {inner}"

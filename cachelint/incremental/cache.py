@@ -358,6 +358,7 @@ def cached_findings(
     lock: str,
     need_analysis: bool = False,
     progress=None,
+    summarise=None,
 ):
     """The unsuppressed findings of ``rules`` over ``files`` with ``config``;
     how the cache served them (``hit``: no file changed, the previous findings
@@ -368,6 +369,8 @@ def cached_findings(
 
     ``make_analysis(indexes)`` builds the analysis (presets merged, the lock
     loaded); ``lock`` is the lock file's content hash ("-" for none).
+    ``summarise(analysis)``, when given, is a plain value (builtins) about the
+    run stored with its findings and returned fourth (the previous run's on a hit).
     """
     fp = tool_fingerprint()
     blobs: list = []
@@ -391,7 +394,7 @@ def cached_findings(
         prev = cache.get("results", scope)
         try:
             if prev is not None and prev[0] == hashes:
-                return [decode_finding(t) for t, s in zip(prev[1], prev[2]) if not s], "hit", None
+                return [decode_finding(t) for t, s in zip(prev[1], prev[2]) if not s], "hit", None, prev[3]
         except (TypeError, ValueError, IndexError, KeyError):
             pass  # an entry of another shape: a miss
     keys = [_index_key(fp, sf, h) for sf, h in zip(files, hashes)]
@@ -442,7 +445,8 @@ def cached_findings(
         progress.stage("Analysing")
     analysis = make_analysis(indexes)
     raw, flags = run_rules(analysis, rules)
-    cache.put("results", scope, (hashes, [encode_finding(f) for f in raw], flags))
+    summary = summarise(analysis) if summarise is not None else None
+    cache.put("results", scope, (hashes, [encode_finding(f) for f in raw], flags, summary))
     # the analysis is returned, not dropped here: freeing the indexes one by
     # one takes a tenth of a second on vLLM (the CLI exits without freeing them)
-    return [f for f, s in zip(raw, flags) if not s], how, analysis
+    return [f for f, s in zip(raw, flags) if not s], how, analysis, summary

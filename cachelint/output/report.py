@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from ..model import Applicability, Finding
+from ..model import Applicability, Finding, HotCoverage
 from ..rules import BY_CODE
 from ..semantic.callgraph import frequency_rank
 
@@ -74,8 +74,11 @@ def _short(qn: str) -> str:
     return ".".join(parts[-2:]) if len(parts) >= 2 else qn
 
 
-def to_text(findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True, frames: bool = False) -> str:
-    """ruff-like text, the sites that run most often first (see :func:`by_frequency`)."""
+def to_text(
+    findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True, frames: bool = False, show_fixes: bool = False
+) -> str:
+    """ruff-like text, the sites that run most often first (see :func:`by_frequency`);
+    with ``show_fixes``, each fix as the diff it would make (:func:`fix_diff`)."""
     lines = []
     sources = SourceLines()
     for f in by_frequency(findings):
@@ -90,6 +93,8 @@ def to_text(findings: list[Finding], unsafe_fixes: bool, show_chain: bool = True
             lines.append(f"  = hot path ({kind}): " + " -> ".join(_short(x) for x in f.hot_path))
         if f.fix is not None:
             lines.append(f"  = fix ({f.fix.applicability.value}): {f.fix.message}")
+            if show_fixes:
+                lines.extend("    " + d for d in fix_diff(f))
         if frames:
             lines.append("")
     return "\n".join(lines) + ("\n" if lines else "")
@@ -175,13 +180,39 @@ def code_frame(f: Finding, lines: list[str] | None) -> list[str]:
     return out
 
 
-def summary(findings: list[Finding], fixed: int, unsafe_fixes: bool) -> str:
+def severity(f: Finding) -> str:
+    rule = BY_CODE.get(f.code)
+    return rule.default_severity if rule else "warning"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def found_line(findings: list[Finding], fixed: int = 0) -> str:
+    """``Found 3 findings.``: "errors" only for what is an error (CL000 parse
+    errors, CL003 broken invariants), the rest are warnings; with a mix, both counts."""
+    n = len(findings)
+    total = n + fixed
+    errors = sum(1 for f in findings if severity(f) == "error")
+    noun = "error" if n and errors == n and not fixed else "finding"
+    parts = []
+    if fixed:
+        parts.append(f"{fixed} fixed, {n} remaining")
+    if errors and errors != n:
+        parts.append(f"{_count(errors, 'error')}, {_count(n - errors, 'warning')}")
+    elif errors and fixed:
+        parts.append(f"{_count(errors, 'error')}")
+    return f"Found {_count(total, noun)}" + (f" ({'; '.join(parts)})" if parts else "") + "."
+
+
+def summary(findings: list[Finding], fixed: int, unsafe_fixes: bool, hot: HotCoverage | None = None) -> str:
     n = len(findings)
     out = []
-    if fixed:
-        out.append(f"Found {n + fixed} error{'s' if n + fixed != 1 else ''} ({fixed} fixed, {n} remaining).")
-    elif n:
-        out.append(f"Found {n} error{'s' if n != 1 else ''}.")
+    if fixed or n:
+        out.append(found_line(findings, fixed))
+    elif hot is not None and hot.vacuous:
+        out.append("No function was analysed as hot: nothing was checked for expensive calls on hot paths.")
     else:
         out.append("All checks passed!")
     safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)
@@ -198,7 +229,10 @@ def summary(findings: list[Finding], fixed: int, unsafe_fixes: bool) -> str:
 
 
 def statistics(findings: list[Finding], unsafe_fixes: bool) -> str:
-    """Counts per rule, then per how often the sites run (most frequent first)."""
+    """Counts per rule, then per how often the sites run (most frequent first).
+
+    ``[*]`` marks a rule only when every one of its findings has a fix
+    ``--fix`` would apply; when only some do, ``(k fixable)`` follows its name."""
     counts = Counter(f.code for f in findings)
     fixable = Counter(f.code for f in findings if f.fix and (f.fix.applicability is Applicability.SAFE or unsafe_fixes))
     kinds = Counter((f.code, frequency(f)) for f in findings if f.code != "CL000")
@@ -206,8 +240,40 @@ def statistics(findings: list[Finding], unsafe_fixes: bool) -> str:
     lines = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         rule = BY_CODE.get(code)
-        mark = "[*]" if fixable.get(code) else "[ ]"
-        lines.append(f"{n:>{width}}\t{code}\t{mark} {rule.name if rule else ''}")
+        k = fixable.get(code, 0)
+        mark = "[*]" if k == n else "[ ]"
+        some = f" ({k} fixable)" if 0 < k < n else ""
+        lines.append(f"{n:>{width}}\t{code}\t{mark} {rule.name if rule else ''}{some}")
         for kind in sorted({k for c, k in kinds if c == code}, key=frequency_rank):
             lines.append(f"{kinds[(code, kind)]:>{width}}\t\t    {kind}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def fix_diff(f: Finding) -> list[str]:
+    """The diff one finding's fix makes on its own (computed as ``--fix`` would)."""
+    import difflib
+
+    from ..apply.fixer import compute_fixes
+
+    ffs = compute_fixes([f], unsafe_fixes=True)
+    if not ffs or ffs[0].error or ffs[0].new == ffs[0].old:
+        return [f"(the fix cannot be shown: {ffs[0].error})"] if ffs and ffs[0].error else []
+    ff = ffs[0]
+    diff = difflib.unified_diff(ff.old.splitlines(), ff.new.splitlines(), lineterm="", n=1)
+    return [line for line in diff if not line.startswith(("---", "+++"))]
+
+
+def fixed_summary(fixed: list[Finding]) -> str:
+    """``--fix --show-fixes``: what was fixed, per file and rule (as ruff enumerates it)."""
+    if not fixed:
+        return ""
+    by_path: dict[str, Counter] = {}
+    for f in fixed:
+        by_path.setdefault(f.path, Counter())[f.code] += 1
+    lines = [f"Fixed {len(fixed)} finding{'s' if len(fixed) != 1 else ''}:"]
+    for path in sorted(by_path):
+        lines.append(f"- {path}:")
+        for code, n in sorted(by_path[path].items()):
+            rule = BY_CODE.get(code)
+            lines.append(f"    {n} × {code} ({rule.name if rule else code})")
+    return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ from .cl001_cached_value_recomputed import CachedValueRecomputed
 from .cl002_expensive_call_on_hot_path import ExpensiveCallOnHotPath
 from .cl003_broken_cache_invariant import BrokenCacheInvariant
 from .cl004_unsafe_reader import UnsafeReader
+from .cl005_unused_noqa import UnusedNoqa
 
 ALL_RULES: tuple[type[Rule], ...] = (
     ParseError,
@@ -15,8 +16,10 @@ ALL_RULES: tuple[type[Rule], ...] = (
     ExpensiveCallOnHotPath,
     BrokenCacheInvariant,
     UnsafeReader,
+    UnusedNoqa,
 )
 BY_CODE = {r.code: r for r in ALL_RULES}
+UnusedNoqa.known_codes = frozenset(BY_CODE)
 
 
 class UnknownRuleError(ValueError):
@@ -24,7 +27,8 @@ class UnknownRuleError(ValueError):
 
 
 def select_rules(select: tuple[str, ...] = (), ignore: tuple[str, ...] = ()) -> list[type[Rule]]:
-    """ruff-style prefix selection: ``CL`` selects all, ``CL00`` CL000-CL009."""
+    """ruff-style prefix selection: ``CL`` selects all, ``CL00`` CL000-CL009; with
+    no selector, the rules enabled by default (all but CL005, as ruff's RUF100)."""
     for code in tuple(select) + tuple(ignore):
         if code.upper() in ("ALL",):
             continue
@@ -32,7 +36,9 @@ def select_rules(select: tuple[str, ...] = (), ignore: tuple[str, ...] = ()) -> 
             raise UnknownRuleError(f"unknown rule selector `{code}` (known: {', '.join(BY_CODE)})")
     chosen = []
     for r in ALL_RULES:
-        sel = not select or any(r.code.startswith(s.upper()) or s.upper() == "ALL" for s in select)
+        sel = (not select and r.default_enabled) or any(
+            r.code.startswith(s.upper()) or s.upper() == "ALL" for s in select
+        )
         ign = any(r.code.startswith(s.upper()) or s.upper() == "ALL" for s in ignore)
         if sel and not ign:
             chosen.append(r)

@@ -56,6 +56,8 @@ class Example:
     # text every expected finding's message must contain
     message_contains: tuple = ()
     preset: str = "none"
+    # rule codes to run with the rule (default: the rule alone)
+    select: tuple = ()
     hot_roots: tuple = ()
     expensive_calls: tuple = ()
 
@@ -75,9 +77,20 @@ class Rule:
     INVALID: ClassVar[list] = []
     # the Analysis attributes the check reads (facts, methods, configuration)
     reads: ClassVar[tuple[str, ...]] = ()
+    # the rule finds nothing unless some function is hot: a run that selects
+    # it while no hot-root pattern matched warns that it checked nothing
+    needs_hot_paths: ClassVar[bool] = False
+    # off unless a selector names it (`--select CL005`, `CL`, `ALL`), as ruff's RUF100
+    default_enabled: ClassVar[bool] = True
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def audit(self, analysis: Analysis, findings: list[Finding], ran: frozenset[str]) -> Iterable[Finding]:
+        """Findings about the other rules' findings of this run (``findings``,
+        before suppression; ``ran``: the codes of the rules that ran), made
+        after every rule's :meth:`check`; none by default."""
+        return ()
 
     def lock_invariants(self, analysis: Analysis, fixed: list[Finding]) -> list[Invariant]:
         """The invariants this rule's applied fixes (``fixed``, all of this

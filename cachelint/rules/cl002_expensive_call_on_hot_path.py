@@ -115,6 +115,7 @@ class ExpensiveCallOnHotPath(Rule):
     summary = "Expensive call on a hot path"
     fix_availability = "sometimes"
     reads = ("hot", "program", "config", "cost", "cached_call_spans")
+    needs_hot_paths = True
 
     VALID = [
         # the same call outside any hot path (code reached only from __init__)
@@ -561,8 +562,9 @@ def newer_than(target: str) -> bool:
             applicability=("safe", "safe"),
             fixed={
                 "example.py": """
-from packaging import version
 import functools
+
+from packaging import version
 
 class Runner:
     def execute_model(self, batch):

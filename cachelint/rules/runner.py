@@ -36,5 +36,11 @@ def run_rules(analysis: Analysis, rules) -> tuple[list[Finding], list[bool]]:
         findings: list[Finding] = []
         for rule_cls in rules:
             findings.extend(rule_cls().check(analysis))
+        ran = frozenset(r.code for r in rules)
+        audits: list[Finding] = []
+        for rule_cls in rules:  # rules about the others' findings (unused suppressions)
+            if hasattr(rule_cls, "audit"):  # a Rule has it; a bare object with a check() may not
+                audits.extend(rule_cls().audit(analysis, findings, ran))
+        findings.extend(audits)
         by_path = analysis.program.modules_by_path
         return findings, [suppressed(f, by_path.get(f.path)) for f in findings]

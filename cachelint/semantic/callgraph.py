@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from ..config import HotRoot
 from ..globs import GlobSet
+from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
-from .idioms import fills_once, is_cached_function
+from ..model import HotCoverage
+from .idioms import fills_once
 from .program import Program
 
 
@@ -41,6 +44,17 @@ class HotPaths:
     # callee qualname -> [(caller qualname, call index)], in the walk's order
     caller_calls: dict = field(default_factory=dict)
     program: Program | None = None
+
+    def coverage(self, patterns: tuple[HotRoot, ...], declared_empty: bool = False) -> HotCoverage:
+        """How many patterns matched, the functions they matched and all they reach."""
+        used = {r.pattern for r in self.roots.values()}
+        return HotCoverage(
+            len(patterns),
+            sum(1 for r in patterns if r.pattern in used),
+            len(self.roots),
+            len(self.chains),
+            declared_empty,
+        )
 
     def chain(self, qualname: str) -> tuple[str, ...] | None:
         return self.chains.get(qualname)
@@ -80,7 +94,7 @@ def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
         if call.in_handler or (call.guard and fills_once(f, call)):
             continue  # an error path; or lazy init / memo dict: once per slot, not per call
         target = resolve_call(program, f, call)
-        if target is None or is_cached_function(target):
+        if target is None or program.is_cached(target):
             continue  # @cache / @lru_cache: its body runs once per arguments, not per call
         out.append((i, target.qualname))
     return out
@@ -153,11 +167,95 @@ def walk(root_kinds: list[tuple[str, str]], edges_for) -> tuple[dict, dict, dict
     return chains, kinds, edges, caller_calls
 
 
-def hot_paths(program: Program, roots: tuple[HotRoot, ...]) -> HotPaths:
-    """Hot functions with their chain and kind (see :func:`walk`)."""
+def hot_paths(program: Program, roots: tuple[HotRoot, ...], cold: tuple[str, ...] = ()) -> HotPaths:
+    """Hot functions with their chain and kind (see :func:`walk`). ``cold``:
+    globs of functions the walk never enters (``cold-functions``: recovery,
+    rescaling, error reporting, reached from a hot function only behind a
+    guard the call graph does not evaluate); a root stays a root."""
     matched = match_roots(program, roots)
     functions = program.functions
-    chains, kinds, edges, caller_calls = walk(
-        [(qn, r.kind) for qn, r in matched.items()], lambda qn: edges_of(program, functions[qn])
-    )
+    cold_globs = GlobSet(list(cold)) if cold else None
+    memo: dict[str, bool] = {}
+
+    def is_cold(qn: str) -> bool:
+        hit = memo.get(qn)
+        if hit is None:
+            hit = memo[qn] = cold_globs is not None and cold_globs.first(qn) >= 0
+        return hit
+
+    def edges_for(qn: str) -> list[tuple[int, str]]:
+        es = edges_of(program, functions[qn])
+        return [e for e in es if not is_cold(e[1])] if cold_globs is not None else es
+
+    chains, kinds, edges, caller_calls = walk([(qn, r.kind) for qn, r in matched.items()], edges_for)
     return HotPaths(chains, kinds, matched, edges, caller_calls, program)
+
+
+# ----- what the hot roots matched, and why a function is hot (`cachelint hot-paths`)
+
+
+@dataclass(frozen=True)
+class RootMatch:
+    """One hot-root pattern and the functions it made roots, each with how
+    many functions it reaches (itself included) over the call graph."""
+
+    pattern: str
+    kind: str
+    why: str
+    functions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class HotStep:
+    """One function of a hot chain, with the call that reaches it from the previous one."""
+
+    qualname: str
+    path: str
+    line: int  # the call's line in the previous function (the def's line for the root)
+    call: str  # the callee as spelled at that call ("" for the root)
+
+
+def reach(hot: HotPaths, root: str) -> int:
+    """How many functions ``root`` reaches over the hot call graph, itself included."""
+    seen = {root}
+    stack = [root]
+    while stack:
+        for _, t in hot.edges.get(stack.pop(), ()):
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return len(seen)
+
+
+def root_matches(hot: HotPaths, patterns: tuple[HotRoot, ...]) -> list[RootMatch]:
+    """Each pattern in order with the functions it matched; a function two
+    patterns match is a root of the first (whose kind applies)."""
+    by_pattern: dict[str, list[str]] = {}
+    for qn, r in hot.roots.items():
+        by_pattern.setdefault(r.pattern, []).append(qn)
+    out = []
+    seen: set[str] = set()
+    for r in patterns:
+        if r.pattern in seen:
+            continue
+        seen.add(r.pattern)
+        qns = sorted(by_pattern.get(r.pattern, ()))
+        out.append(RootMatch(r.pattern, r.kind, r.why, tuple((qn, reach(hot, qn)) for qn in qns)))
+    return out
+
+
+def why_hot(hot: HotPaths, qualname: str) -> list[HotStep] | None:
+    """The chain from a hot root to ``qualname``, each step with the call that
+    takes it there; None when ``qualname`` is not hot."""
+    chain = hot.chain(qualname)
+    if chain is None or hot.program is None:
+        return None
+    functions = hot.program.functions
+    root = functions[chain[0]]
+    steps = [HotStep(root.qualname, root.path, root.line, "")]
+    for prev, cur in pairwise(chain):
+        f = functions[prev]
+        i = next(i for i, t in hot.edges.get(prev, ()) if t == cur)
+        call = f.calls[i]
+        steps.append(HotStep(cur, f.path, call.line, dotted(call.func) or functions[cur].name))
+    return steps

@@ -24,6 +24,14 @@ object, per key), not once per call::
     if not hasattr(self, "_x"):
         self._x = probe()
 
+    if _DONE.get(key) is None:            # the memo test written inline
+        _DONE[key] = True
+        compile_kernels(key)
+
+    layout = getattr(self, "_layout", None)   # lazy init read through getattr
+    if layout is None:
+        layout = self._layout = build()
+
 The test is syntactic, on the guard the index records for each call (the
 enclosing ``if`` tests and earlier early exits): a condition saying "the slot
 is empty" (``is None``, falsy, ``not in``, ``not hasattr``) about a slot that
@@ -33,6 +41,8 @@ CL002 findings.
 
 from __future__ import annotations
 
+from ..config import DEFAULT_CACHE_DECORATORS
+from ..globs import GlobSet
 from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
 
@@ -117,25 +127,73 @@ def fills_once(f: FunctionInfo, c: CallSite) -> bool:
         d = dotted(e)
         if d and d in filled:
             return True
+        if _memo_read(e, filled, stores):  # `D.get(k) is None`, `getattr(self, "_x", None) is None`
+            return True
         if e[0] == "name":
-            # a local read from a memo dict the function fills: `x = D.get(k)`
+            # a local read from a memo dict or a slot the function fills:
+            # `x = D.get(k)`, `x = getattr(self, "_x", None)`
             values = [a.value for a in f.assigns if a.target == e]
-            if any(
-                v[0] == "call" and v[1][0] == "attr" and v[1][2] == "get" and dotted(v[1][1]) in stores for v in values
-            ):
+            if any(_memo_read(v, filled, stores) for v in values):
                 return True
     return False
 
 
-CACHE_DECORATORS = ("cache", "lru_cache", "cached", "cached_property", "memoize", "cache_method")
+def _memo_read(v, filled: set, stores: set) -> bool:
+    """``D.get(k)`` of a memo dict ``D`` the function stores into, or
+    ``getattr(obj, "_x", default)`` of an attribute it assigns."""
+    if not isinstance(v, tuple) or not v or v[0] != "call":
+        return False
+    func, args = v[1], v[2]
+    if func[0] == "attr" and func[2] == "get" and dotted(func[1]) in stores:
+        return True
+    if func == ("name", "getattr") and len(args) >= 2 and args[1][0] == "const" and isinstance(args[1][1], str):
+        d = dotted(("attr", args[0], args[1][1]))
+        return bool(d) and d in filled
+    return False
 
 
-def is_cached_function(f: FunctionInfo) -> bool:
-    """Decorated with functools.cache / lru_cache / cached_property and friends."""
+CACHE_DECORATORS = DEFAULT_CACHE_DECORATORS
+
+
+class CacheDecorators:
+    """Which decorators memoize: ``cache-decorators`` entries. An entry without a
+    dot is a glob on the decorator's last name (``cache_once`` matches
+    ``@cache_once``, ``@utils.cache_once`` and ``@cache_once(...)``); one with a
+    dot is a glob on the decorator as spelled (``functools.lru_cache``)."""
+
+    def __init__(self, names=CACHE_DECORATORS) -> None:
+        self.names = tuple(names)
+        plain = [n for n in self.names if "." not in n]
+        self._exact = frozenset(n for n in plain if not any(ch in n for ch in "*?["))
+        self._name_globs = (
+            GlobSet([n for n in plain if n not in self._exact]) if len(plain) > len(self._exact) else None
+        )
+        dotted_ = [n for n in self.names if "." in n]
+        self._dotted_globs = GlobSet(dotted_) if dotted_ else None
+        self._memo: dict = {}
+
+    def matches(self, spelled: str) -> bool:
+        hit = self._memo.get(spelled)
+        if hit is None:
+            last = spelled.rsplit(".", 1)[-1]
+            hit = (
+                last in self._exact
+                or (self._name_globs is not None and self._name_globs.first(last) >= 0)
+                or (self._dotted_globs is not None and self._dotted_globs.first(spelled) >= 0)
+            )
+            self._memo[spelled] = hit
+        return hit
+
+
+DEFAULT_DECORATORS = CacheDecorators()
+
+
+def is_cached_function(f: FunctionInfo, decorators: CacheDecorators = DEFAULT_DECORATORS) -> bool:
+    """Decorated with functools.cache / lru_cache / cached_property and friends
+    (``decorators``: the configured list; ``Program.is_cached`` passes it)."""
     for d in f.decorators:
         d0 = d[1] if d[0] == "call" else d
-        name = (dotted(d0) or "").split(".")[-1]
-        if name in CACHE_DECORATORS:
+        if decorators.matches(dotted(d0) or ""):
             return True
     return False
 

@@ -32,15 +32,18 @@ from __future__ import annotations
 
 import ast
 import builtins
+import sys
 
 from ..files import read_bytes
 from ..index.expr import conv, dotted
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
+from .idioms import DEFAULT_DECORATORS, CacheDecorators, is_cached_function
 from .values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 
 Value = tuple
 CONSTRUCTORS = ("__init__", "__post_init__")
 _BUILTIN_NAMES = frozenset(dir(builtins))
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 _ALIAS_KINDS = ("assign", "annassign", "walrus")
 
 
@@ -77,8 +80,15 @@ class FunctionContext:
 
 
 class Program:
-    def __init__(self, indexes: list[FileIndex], sources: dict[str, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        indexes: list[FileIndex],
+        cache_decorators: CacheDecorators | None = None,
+        sources: dict[str, bytes] | None = None,
+    ) -> None:
         self.indexes = indexes
+        # which decorators memoize (configuration and presets: `cache-decorators`)
+        self.cache_decorators = cache_decorators or DEFAULT_DECORATORS
         # files whose analysed content is held in memory, not on disk (a
         # fix pass's output under --diff): path -> the bytes --fix would write
         self._overlay = sources or {}
@@ -97,6 +107,7 @@ class Program:
                 self.classes.setdefault(c.qualname, c)
             for local in fi.module_imports:
                 self.imported_modules.add(fi.imports[local])
+        self._add_namespace_aliases(indexes)
         self._contexts: dict = {}
         self._mro: dict = {}
         self._writers: dict | None = None
@@ -113,6 +124,30 @@ class Program:
         every stage that reads source text past the index reads it here."""
         data = self._overlay.get(path)
         return data if data is not None else read_bytes(path)
+
+    def _add_namespace_aliases(self, indexes: list[FileIndex]) -> None:
+        """Also know a module of a namespace directory (no ``__init__.py``) by
+        its name relative to that directory: code that puts such a directory
+        on ``sys.path`` imports ``interface`` for
+        ``vllm.third_party.fmha_sm100.cute.interface``. Only names that one
+        module alone would take, that no module of the tree has, and that do
+        not start with a standard-library module's name."""
+        packages = {fi.module for fi in indexes if fi.is_package and fi.module}
+        claims: dict[str, list[FileIndex]] = {}
+        for fi in indexes:
+            parts = fi.module.split(".") if fi.module else []
+            for i in range(len(parts) - 1, 0, -1):
+                if ".".join(parts[:i]) not in packages:
+                    claims.setdefault(".".join(parts[i:]), []).append(fi)
+                    break
+        for alias, fis in claims.items():
+            if len(fis) == 1 and alias not in self.modules and alias.split(".")[0] not in _STDLIB:
+                self.modules[alias] = fis[0]
+
+    def is_cached(self, f: FunctionInfo) -> bool:
+        """Whether a memoizing decorator wraps ``f``: its body runs once per
+        arguments, not per call (see :mod:`cachelint.semantic.idioms`)."""
+        return is_cached_function(f, self.cache_decorators)
 
     # ----- names -------------------------------------------------------------
     def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext:

@@ -10,7 +10,6 @@ from ...files import decode_source, split_lines
 from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
 from ...semantic.callgraph import HotPaths, resolve_call
-from ...semantic.idioms import is_cached_function
 from ...semantic.program import FunctionContext, Program
 from ...semantic.values import GlobalRoot
 from .site import _DEL_BEFORE, _MUTATION_AFTER, CALLERS_FOLLOWED, _argument_for, _is_compile_call, _is_compile_decorator
@@ -108,7 +107,7 @@ class InputAnalysis:
             callee = self.p.canon(e[1], ctx)
             names = self.p.callee_names(callee, dotted(e[1]))
             fn = self.p.callee_function(callee) if callee is not None else None
-            if fn is not None and is_cached_function(fn):
+            if fn is not None and self.p.is_cached(fn):
                 return None
             if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
                 qn = callee[0].qualname
@@ -310,7 +309,7 @@ class InputAnalysis:
             f = p.functions[qn]
             for call in f.calls:
                 t = resolve_call(p, f, call)
-                if t is None or t.qualname in out or is_cached_function(t):
+                if t is None or t.qualname in out or p.is_cached(t):
                     continue
                 out[t.qualname] = out[qn]
                 queue.append(t.qualname)

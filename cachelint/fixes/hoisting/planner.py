@@ -44,7 +44,6 @@ from ...index.expr import dotted
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
 from ...semantic.callgraph import resolve_call
-from ...semantic.idioms import is_cached_function
 from ...semantic.program import CONSTRUCTORS
 from .inputs import InputAnalysis
 from .site import (
@@ -280,7 +279,7 @@ class HoistPlanner(InputAnalysis):
             m = p.lookup_method(g.class_qualname, attr) if g.class_qualname else None
             if m is None:
                 out.add(attr)
-            elif depth < 3 and not is_cached_function(m):
+            elif depth < 3 and not p.is_cached(m):
                 out |= self._self_reads(m, depth + 1, seen)
         return out
 
@@ -443,7 +442,7 @@ class HoistPlanner(InputAnalysis):
                 "where Dynamo does not trace through functools.cache; hoist the value to a module constant or an `__init__` attribute"
             )
             return None
-        if is_cached_function(f):
+        if self.p.is_cached(f):
             return None
         context = self._mutable_context(s)
         if context is not None:

@@ -1,0 +1,102 @@
+"""Fill-once idioms seen in SGLang: a memo test written inline
+(``D.get(k) is None``) and lazy init read through ``getattr(self, "_x", None)``.
+What runs under them runs once per key or object, not per step."""
+
+from __future__ import annotations
+
+import pytest
+
+from cachelint.api import lint_sources
+from cachelint.config import Config, HotRoot
+
+CFG = Config(preset="python", hot_roots=(HotRoot("*.Runner.step", "per-step"),))
+
+INLINE_MEMO = """
+import inspect
+
+_DONE = {}
+
+
+def kernel(x):
+    return x
+
+
+def prepare(key):
+    if key is not None and _DONE.get(key) is None:
+        _DONE[key] = True
+        return inspect.signature(kernel)
+    return None
+
+
+class Runner:
+    def step(self, key):
+        return prepare(key)
+"""
+
+GETATTR_LAZY = """
+import inspect
+
+
+class Runner:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def step(self):
+        sig = getattr(self, "_sig", None)
+        if sig is None:
+            sig = self._sig = inspect.signature(self.fn)
+        return sig
+"""
+
+
+@pytest.mark.parametrize("src", [INLINE_MEMO, GETATTR_LAZY], ids=["inline-memo", "getattr-lazy"])
+def test_fill_once_guards_are_not_per_step_work(src):
+    assert lint_sources({"m.py": src}, CFG).findings == []
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        # the slot is never filled: the guard holds on every call
+        INLINE_MEMO.replace("        _DONE[key] = True\n", ""),
+        GETATTR_LAZY.replace("sig = self._sig = inspect", "sig = inspect"),
+        # another slot is tested than the one filled
+        GETATTR_LAZY.replace('getattr(self, "_sig", None)', 'getattr(self, "_other", None)'),
+    ],
+    ids=["memo-never-filled", "lazy-never-filled", "other-slot"],
+)
+def test_without_the_fill_the_call_is_per_step(src):
+    found = lint_sources({"m.py": src}, CFG).findings
+    assert [f.code for f in found] == ["CL002"]
+
+
+RESCALE = """
+import inspect
+
+
+def kernel(x):
+    return x
+
+
+class Runner:
+    def step(self, x):
+        self.maybe_rescale()
+        return kernel(x)
+
+    def maybe_rescale(self):
+        if not self.scaling:
+            return None
+        return inspect.signature(kernel)
+"""
+
+
+def test_cold_functions_are_never_entered_by_the_hot_path_walk():
+    # the rescale path runs when the cluster changes, behind a guard the call graph does not evaluate
+    assert [f.function for f in lint_sources({"m.py": RESCALE}, CFG).findings] == ["m.Runner.maybe_rescale"]
+    cold = CFG.with_overrides(extend_cold_functions=("*.Runner.maybe_rescale",))
+    res = lint_sources({"m.py": RESCALE}, cold)
+    assert res.findings == [] and res.config.cold == ("*.Runner.maybe_rescale",)
+    assert res.hot.functions == 2  # step and kernel; not maybe_rescale
+    # a root stays a root even when a cold pattern matches it
+    both = cold.with_overrides(hot_roots=(*CFG.hot_roots, HotRoot("*.Runner.maybe_rescale", "per-step")))
+    assert [f.function for f in lint_sources({"m.py": RESCALE}, both).findings] == ["m.Runner.maybe_rescale"]
