@@ -289,6 +289,28 @@ def _within(paths: list[str]):
     return inside
 
 
+def call_graph(
+    paths: list[str], config: Config | None = None, *, jobs: int | None = None, external: bool = True
+) -> dict[str, list[str]]:
+    """cachelint's call graph of ``paths`` (``cachelint callgraph``):
+    ``{caller: [callee, ...]}`` of module-qualified names, the format of
+    PyCG's ``callgraph.json``; a module's top-level code is the caller named
+    as the module, a nested function ``outer.<locals>.inner``. With
+    ``external``, callees outside the tree appear by their qualified name
+    (``builtins.len``). Sorted by caller; callees in the order of their
+    first call."""
+    from .semantic.callgraph import call_graph as build
+    from .semantic.program import Program
+
+    config = config or Config()
+    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    try:
+        graph = build(Program(index_files(files, jobs)), external=external)
+    finally:
+        gc.unfreeze()
+    return dict(sorted(graph.items()))
+
+
 def lint_sources(sources: dict[str, str], config: Config | None = None, **kw) -> Result:
     """Check in-memory modules (tests, examples): written to a temp dir first."""
     import tempfile

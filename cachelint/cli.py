@@ -4,6 +4,7 @@
     cachelint lock [PATHS] [--check]
     cachelint explain CODE | --all
     cachelint rules
+    cachelint callgraph [PATHS] [--output-format json]
     cachelint clean [--cache-dir DIR]
 
 ``cachelint PATHS --fix`` is short for ``cachelint check PATHS --fix``.
@@ -23,7 +24,7 @@ from . import __version__
 
 DEFAULT_CACHE_DIR = ".cachelint_cache"  # cache.DEFAULT_DIR, without importing it here
 
-COMMANDS = ("check", "lock", "explain", "rules", "version", "clean")
+COMMANDS = ("check", "lock", "explain", "rules", "version", "clean", "callgraph")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -91,6 +92,18 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
     k.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
 
+    g = sub.add_parser("callgraph", help="print the call graph cachelint builds (each function and its callees)")
+    g.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    g.add_argument(
+        "--output-format",
+        choices=("text", "json"),
+        default="text",
+        help="text (each caller, then its callees indented) or json ({caller: [callee, ...]}, PyCG's callgraph.json)",
+    )
+    g.add_argument("--no-external", action="store_true", help="list only callees defined in the analysed files")
+    g.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
+    g.add_argument("--jobs", "-j", type=int, default=None, help="processes for indexing")
+
     e = sub.add_parser("explain", help="print a rule's documentation")
     e.add_argument("code", nargs="?", help="rule code, e.g. CL003")
     e.add_argument("--all", action="store_true", help="every rule, as the Markdown rule reference")
@@ -126,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             return _clean(args)
         if args.command == "rules":
             return _rules()
+        if args.command == "callgraph":
+            return _callgraph(args)
         if args.command == "version":
             print(f"cachelint {__version__}")
             return 0
@@ -188,6 +203,33 @@ def _rules() -> int:
 
     for r in ALL_RULES:
         print(f"{r.code}  {r.name:<30} fix: {r.fix_availability:<9} {r.summary}")
+    return 0
+
+
+def _callgraph(args) -> int:
+    import json
+
+    from .api import call_graph
+    from .config import ConfigError
+
+    try:
+        graph = call_graph(args.paths, _load_config(args), jobs=args.jobs, external=not args.no_external)
+    except ConfigError as e:
+        print(f"cachelint: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    if args.output_format == "json":
+        sys.stdout.write(json.dumps(graph, indent=2) + "\n")
+        return 0
+    lines = []
+    for caller, callees in graph.items():
+        lines.append(caller)
+        lines.extend(f"    -> {c}" for c in callees)
+    sys.stdout.write("\n".join(lines) + ("\n" if lines else ""))
+    n = sum(len(c) for c in graph.values())
+    print(f"{len(graph)} functions and modules, {n} call edges", file=sys.stderr)
     return 0
 
 

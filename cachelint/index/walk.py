@@ -96,6 +96,9 @@ _Await, _FormattedValue, _List, _Set, _JoinedStr = ast.Await, ast.FormattedValue
 _Lambda, _IfExp, _NamedExpr, _DictComp = ast.Lambda, ast.IfExp, ast.NamedExpr, ast.DictComp
 
 
+_Load, _In, _NotIn = ast.Load, ast.In, ast.NotIn
+
+
 _COMPS = frozenset({ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
 
 
@@ -212,6 +215,7 @@ class _Indexer:
             fn.stmt(stmt, guard, False)
             fi.module_calls.extend(fn.calls)
             fi.module_assigns.extend(fn.assigns)
+            fi.module_implicit_calls.extend(fn.implicit)
 
     def _all(self, value: ast.AST) -> None:
         if isinstance(value, (ast.List, ast.Tuple)):
@@ -318,6 +322,7 @@ class _Indexer:
         body.block(node.body, (), False)
         f.assigns = body.assigns
         f.calls = body.calls
+        f.implicit_calls = body.implicit
         f.returns = body.returns
         f.global_names = tuple(body.global_names)
         return f
@@ -334,6 +339,7 @@ class _FunctionBodyIndexer:
         self.f = f
         self.assigns: list[Assign] = []
         self.calls: list[CallSite] = []
+        self.implicit: list[CallSite] = []
         self.returns: list[Expr] = []
         self.global_names: list[str] = []
         self.handler_depth = 0
@@ -349,6 +355,26 @@ class _FunctionBodyIndexer:
             return (line, node.col_offset, end_line, end_col or 0)
         c = self.ix.cols
         return (line, c.col(line, node.col_offset), end_line, c.col(end_line, end_col or 0))
+
+    def _implicit(self, node, receiver: Expr, dunder: str, args: tuple, guard: Guard, in_loop: bool, stmt_line: int):
+        """Record ``receiver.dunder(*args)``, a call the syntax makes (see FunctionInfo.implicit_calls)."""
+        line, col, end_line, end_col = self._pos(node)
+        self.implicit.append(
+            CallSite(
+                ("attr", receiver, dunder),
+                args,
+                (),
+                line,
+                col,
+                end_line,
+                end_col,
+                guard,
+                in_loop,
+                stmt_line,
+                None,
+                self.handler_depth > 0,
+            )
+        )
 
     def block(self, body: list, guard: Guard, in_loop: bool) -> None:
         g = guard
@@ -402,6 +428,19 @@ class _FunctionBodyIndexer:
             return
         if t in (ast.For, ast.AsyncFor):
             self.expr(stmt.iter, guard, in_loop, stmt.lineno)
+            it = conv(stmt.iter, 1)
+            if it[0] != "?":
+                aiter = t is ast.AsyncFor
+                self._implicit(stmt.iter, it, "__aiter__" if aiter else "__iter__", (), guard, in_loop, stmt.lineno)
+                self._implicit(
+                    stmt.iter,
+                    ("call", ("attr", it, "__aiter__" if aiter else "__iter__"), (), ()),
+                    "__anext__" if aiter else "__next__",
+                    (),
+                    guard,
+                    True,
+                    stmt.lineno,
+                )
             self._bind(stmt.target, UNKNOWN, stmt, guard, True, "for")
             self.block(stmt.body, guard, True)
             self.block(stmt.orelse, guard, in_loop)
@@ -409,6 +448,22 @@ class _FunctionBodyIndexer:
         if t in (ast.With, ast.AsyncWith):
             for item in stmt.items:
                 self.expr(item.context_expr, guard, in_loop, stmt.lineno)
+                cm = conv(item.context_expr, 1)
+                if cm[0] != "?":
+                    a = t is ast.AsyncWith
+                    self._implicit(
+                        item.context_expr, cm, "__aenter__" if a else "__enter__", (), guard, in_loop, stmt.lineno
+                    )
+                    none = ("const", None)
+                    self._implicit(
+                        item.context_expr,
+                        cm,
+                        "__aexit__" if a else "__exit__",
+                        (none, none, none),
+                        guard,
+                        in_loop,
+                        stmt.lineno,
+                    )
                 if item.optional_vars is not None:
                     self._bind(item.optional_vars, UNKNOWN, stmt, guard, in_loop, "with")
             self.block(stmt.body, guard, in_loop)
@@ -561,7 +616,10 @@ class _FunctionBodyIndexer:
                 continue
             if t is _Subscript:
                 v = n.value
-                if type(v) not in leaves:
+                tv = type(v)
+                if (tv is _Name or tv is _Attribute) and type(n.ctx) is _Load:
+                    self._implicit(n, conv(v, 1), "__getitem__", (conv(n.slice, 1),), g, loop, stmt_line)
+                if tv not in leaves:
                     push((v, g, loop, None))
                 v = n.slice
                 if type(v) not in leaves:
@@ -581,6 +639,10 @@ class _FunctionBodyIndexer:
                         push((v, g, loop, None))
                 continue
             if t is _Compare:
+                for op, c in zip(n.ops, n.comparators):
+                    to = type(op)
+                    if (to is _In or to is _NotIn) and type(c) in (_Name, _Attribute):
+                        self._implicit(n, conv(c, 1), "__contains__", (conv(n.left, 1),), g, loop, stmt_line)
                 v = n.left
                 if type(v) not in leaves:
                     push((v, g, loop, None))

@@ -60,29 +60,74 @@ class HotPaths:
         out = []
         for caller, i in self.caller_calls.get(qualname, ())[:limit]:
             f = functions[caller]
-            out.append((f, f.calls[i]))
+            out.append((f, call_site(f, i)))
         return out
 
 
 def resolve_call(program: Program, f: FunctionInfo, call: CallSite) -> FunctionInfo | None:
-    callee = program.call_callee(f, call)
-    if callee is None:
-        return None
-    return program.callee_function(callee)
+    """The function ``call`` dispatches to, when cachelint knows it (one)."""
+    return program.call_function(f, call)
 
 
 def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
-    """(call index, callee qualname) of each call of ``f`` that is an edge."""
+    """(call index, callee qualname) of each call of ``f`` that is an edge.
+
+    A call may have several: the function it dispatches to and the
+    overrides it may reach (see :meth:`Program.call_targets`). The calls the
+    syntax makes (``x[i]``, ``for``, ``with``, ``in``) are numbered after
+    ``f.calls``: index ``len(f.calls) + j`` is ``f.implicit_calls[j]``."""
     out: list = []
     if f.under_type_checking:
         return out
-    for i, call in enumerate(f.calls):
-        if call.in_handler or (call.guard and fills_once(f, call)):
+    n = len(f.calls)
+    for i, call in enumerate(f.calls + f.implicit_calls):
+        if call.in_handler or (i < n and call.guard and fills_once(f, call)):
             continue  # an error path; or lazy init / memo dict: once per slot, not per call
-        target = resolve_call(program, f, call)
-        if target is None or is_cached_function(target):
-            continue  # @cache / @lru_cache: its body runs once per arguments, not per call
-        out.append((i, target.qualname))
+        for target in program.call_targets(f, call):
+            if is_cached_function(target):
+                continue  # @cache / @lru_cache: its body runs once per arguments, not per call
+            out.append((i, target.qualname))
+    return out
+
+
+def call_site(f: FunctionInfo, i: int) -> CallSite:
+    """The call numbered ``i`` by :func:`edges_of`."""
+    n = len(f.calls)
+    return f.calls[i] if i < n else f.implicit_calls[i - n]
+
+
+def call_graph(program: Program, external: bool = True) -> dict[str, list[str]]:
+    """Every function's (and every module's top-level code's) callees, as
+    ``{caller: [callee, ...]}`` of qualified names; nested functions are
+    named ``outer.<locals>.inner``, a module's code by the module's name.
+    Every call counts here, error paths and lazy fills included. With
+    ``external``, calls of names outside the tree (``builtins.len``,
+    ``os.path.join``) are listed by their qualified name."""
+    out: dict[str, list[str]] = {}
+    callers: list[FunctionInfo] = []
+    for fi in program.indexes:
+        if fi.error is not None or not fi.module:
+            continue
+        mf = program.module_function(fi.module)
+        if mf is not None and fi.module not in out:
+            callers.append(mf)
+            out[fi.module] = []
+    for qn in program.functions:
+        if qn not in out:
+            callers.append(program.functions[qn])
+            out[qn] = []
+    for f in callers:
+        targets: dict[str, None] = {}
+        n = len(f.calls)
+        for i, call in enumerate(f.calls + f.implicit_calls):
+            found = program.call_targets(f, call)
+            for t in found:
+                targets[t.qualname] = None
+            if not found and external and i < n:
+                name = program.external_name(program.call_callee(f, call))
+                if name is not None:
+                    targets[name] = None
+        out[f.qualname] = list(targets)
     return out
 
 

@@ -33,14 +33,54 @@ from __future__ import annotations
 import ast
 import builtins
 
-from ..index.expr import conv, dotted
+from ..index.expr import _last_name, conv, dotted
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
 from .values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 
 Value = tuple
 CONSTRUCTORS = ("__init__", "__post_init__")
+MODULE_CODE = "<module>"  # the name of the function that stands for a module's top-level code
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _ALIAS_KINDS = ("assign", "annassign", "walrus")
+# builtins that call a dunder method of their argument
+_BUILTIN_DUNDERS = {
+    "builtins.len": "__len__",
+    "builtins.iter": "__iter__",
+    "builtins.next": "__next__",
+    "builtins.str": "__str__",
+    "builtins.repr": "__repr__",
+    "builtins.hash": "__hash__",
+    "builtins.bool": "__bool__",
+    "builtins.abs": "__abs__",
+    "builtins.reversed": "__reversed__",
+    "builtins.format": "__format__",
+    "builtins.int": "__int__",
+    "builtins.float": "__float__",
+}
+
+
+def _last(d) -> str | None:
+    return _last_name(d)
+
+
+def _is_overload(f: FunctionInfo) -> bool:
+    return any((dotted(d) or "").rpartition(".")[2] == "overload" for d in f.decorators)
+
+
+def _c3_merge(seqs: list[list[str]]) -> list[str] | None:
+    out: list[str] = []
+    seqs = [s for s in seqs if s]
+    while seqs:
+        for s in seqs:
+            head = s[0]
+            if not any(head in t[1:] for t in seqs):
+                break
+        else:
+            return None
+        out.append(head)
+        seqs = [t[1:] if t[0] == head else t for t in seqs]
+        seqs = [t for t in seqs if t]
+    return out
 
 
 class FunctionContext:
@@ -88,7 +128,9 @@ class Program:
             if fi.module and fi.module not in self.modules:
                 self.modules[fi.module] = fi
             for f in fi.functions:
-                self.functions.setdefault(f.qualname, f)
+                old = self.functions.setdefault(f.qualname, f)
+                if old is not f and _is_overload(old) and not _is_overload(f):
+                    self.functions[f.qualname] = f  # the implementation behind @overload stubs
             for c in fi.classes:
                 self.classes.setdefault(c.qualname, c)
             for local in fi.module_imports:
@@ -103,12 +145,15 @@ class Program:
         self._in_progress: set = set()
         self._subclasses: dict | None = None
         self._callees: dict = {}
+        self._module_functions: dict = {}
+        self._returns_memo: dict = {}
+        self._protocol_impls: dict = {}
 
     # ----- names -------------------------------------------------------------
     def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext:
         if self_class is None:
             self_class = f.class_qualname
-        key = (f.qualname, self_class)
+        key = (f.qualname, self_class if f.name != MODULE_CODE else MODULE_CODE)
         ctx = self._contexts.get(key)
         if ctx is None:
             ctx = FunctionContext(self, f, self_class)
@@ -183,17 +228,25 @@ class Program:
         return out
 
     def mro(self, class_qn: str) -> list[str]:
+        """The method resolution order (C3, as Python computes it; the bases
+        outside the tree are kept, without their own bases)."""
         m = self._mro.get(class_qn)
         if m is not None:
             return m
         self._mro[class_qn] = [class_qn]  # cycle guard
-        out = [class_qn]
         c = self.classes.get(class_qn)
+        out = [class_qn]
         if c is not None:
-            for b in self.class_bases(c):
-                for x in self.mro(b):
-                    if x not in out:
-                        out.append(x)
+            bases = self.class_bases(c)
+            seqs = [list(self.mro(b)) for b in bases] + [list(bases)]
+            merged = _c3_merge(seqs)
+            if merged is None:  # no consistent order (Python would refuse the class): depth first
+                merged = []
+                for b in bases:
+                    for x in self.mro(b):
+                        if x not in merged:
+                            merged.append(x)
+            out.extend(x for x in merged if x != class_qn)
         self._mro[class_qn] = out
         return out
 
@@ -442,6 +495,8 @@ class Program:
             qn = self.resolve_qualified(f"{r}.{rest}" if rest else r)
             if qn.startswith("builtins.") or qn in self.modules:
                 return None
+            if qn not in self.classes and self.is_module_level_variable(qn):
+                return self._annotation_alias(qn, depth)
             return qn
         if k == "sub":
             base = dotted(ann[1]) or ""
@@ -460,6 +515,24 @@ class Program:
             members = [m for m in ann[1] if m != ("const", None) and m != ("name", "None")]
             if len(members) == 1:
                 return self.resolve_annotation(members[0], module, depth + 1)
+        return None
+
+    def _annotation_alias(self, qn: str, depth: int) -> str | None:
+        """The class a module variable used as an annotation stands for: a
+        ``TypeVar`` bound (or its only constraint), or a type alias ``A = C``."""
+        mod, _, name = qn.rpartition(".")
+        fi = self.modules.get(mod)
+        e = fi.globals.get(name) if fi is not None else None
+        if e is None:
+            return None
+        if e[0] in ("name", "attr", "sub"):
+            return self.resolve_annotation(e, mod, depth + 1)
+        if e[0] == "call" and (dotted(e[1]) or "").rpartition(".")[2] == "TypeVar":
+            for k, b in e[3]:
+                if k == "bound":
+                    return self.resolve_annotation(b, mod, depth + 1)
+            if len(e[2]) == 2:  # TypeVar("T", C): one constraint
+                return self.resolve_annotation(e[2][1], mod, depth + 1)
         return None
 
     def type_of(self, v: Value | None, depth: int = 0) -> str | None:
@@ -501,6 +574,9 @@ class Program:
                     if t:
                         return t
                 val = fi.globals.get(name)
+                g = self.global_value(qn) if val is not None and val[0] != "call" else None
+                if g is not None and g != v:
+                    return self.type_of(g, depth + 1)
                 if val is not None and val[0] == "call":
                     callee = self._module_value(val[1], mod)
                     if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
@@ -509,7 +585,7 @@ class Program:
                             return cq
                         fn = self.functions.get(cq)
                         if fn is not None:
-                            return self.resolve_annotation(fn.returns_annotation, fn.module)
+                            return self.return_type(fn, depth + 1)
                 return None
             if isinstance(root, CallRoot):
                 callee = root.callee
@@ -517,9 +593,15 @@ class Program:
                     cq = callee[0].qualname
                     if cq in self.classes:
                         return cq
+                cls = self.cls_param_class(callee[0]) if len(callee) == 1 else None
+                if cls is not None:  # cls(...) in a classmethod
+                    return cls
                 fn = self.callee_function(callee)
                 if fn is not None:
-                    return self.resolve_annotation(fn.returns_annotation, fn.module)
+                    if fn.name == "__init__" and fn.class_qualname is not None and callee[-1] != "__init__":
+                        # a class constructed through an alias: `make = Cls; make()`
+                        return fn.class_qualname
+                    return self.return_type(fn, depth + 1)
                 return None
             return None
         owner = self.type_of(v[:-1], depth + 1)
@@ -547,7 +629,7 @@ class Program:
             if attr in c.methods:
                 m = self.functions.get(c.methods[attr])
                 if m is not None and any((dotted(d) or "").endswith("property") for d in m.decorators):
-                    return self.resolve_annotation(m.returns_annotation, m.module)
+                    return self.return_type(m, depth + 1)
                 return None
         for f, a in self.self_attr_writers(class_qn, attr):
             if a.kind == "annassign":
@@ -565,23 +647,344 @@ class Program:
                     return t
         return None
 
-    def callee_function(self, callee: Value) -> FunctionInfo | None:
-        """The in-tree function a canonical callee value calls, if known."""
-        if callee is None:
+    def callee_function(self, callee: Value | None, depth: int = 0) -> FunctionInfo | None:
+        """The in-tree function a canonical callee value calls, if known: the
+        one function the call dispatches to on the type cachelint knows (see
+        :meth:`callee_targets` for the overrides it may also reach)."""
+        if callee is None or depth > 6:
             return None
-        if len(callee) == 1 and isinstance(callee[0], GlobalRoot):
-            qn = callee[0].qualname
-            f = self.functions.get(qn)
-            if f is not None:
-                return f
-            if qn in self.classes:
-                return self.lookup_method(qn, "__init__")
+        root = callee[0]
+        if len(callee) == 1:
+            if isinstance(root, GlobalRoot):
+                qn = root.qualname
+                f = self.functions.get(qn)
+                if f is not None:
+                    return f
+                if qn in self.classes:
+                    return self.lookup_method(qn, "__init__")
+                v = self.global_value(qn)
+                if v is not None:  # a module variable bound once: `handler = impl`, `p = partial(f, x)`
+                    return self.callee_function(v, depth + 1)
+                owner, _, attr = qn.rpartition(".")
+                if owner in self.classes:  # Sub.method, inherited from a base
+                    return self.lookup_method(owner, attr)
+                return None
+            if isinstance(root, CallRoot):
+                fn = self.returned_function(root, depth + 1)
+                if fn is not None:
+                    return fn
+            cls = self.cls_param_class(root)
+            if cls is not None:  # cls(...) in a classmethod constructs an instance
+                return self.lookup_method(cls, "__init__")
+            t = self.type_of(callee)
+            if t is not None and t in self.classes:  # calling an instance runs its __call__
+                return self.lookup_method(t, "__call__")
             return None
-        if len(callee) >= 2:
-            t = self.type_of(callee[:-1])
-            if t is not None and t in self.classes:
-                return self.lookup_method(t, callee[-1])
+        base = callee[:-1]
+        if len(base) == 1:
+            cls = self.cls_param_class(base[0])
+            if cls is not None:  # cls.method() in a classmethod
+                return self.lookup_method(cls, callee[-1])
+        t = self.type_of(base)
+        if t is not None and t in self.classes:
+            m = self.lookup_method(t, callee[-1])
+            if m is not None:
+                return m
+            # a callable stored in an attribute: `self.fn = helper`, then `self.fn()`
+            a = self.attr_callable(t, callee[-1], depth + 1)
+            if a is not None:
+                return a
+        if len(base) == 1 and isinstance(root, SelfRoot):
+            return None
+        v = self.canon_attr_value(callee)
+        if v is not None and v != callee:
+            return self.callee_function(v, depth + 1)
         return None
+
+    def canon_attr_value(self, v: Value) -> Value | None:
+        """``obj.attr`` unfolded when ``obj`` is a module variable bound once to a known value."""
+        if len(v) >= 2 and isinstance(v[0], GlobalRoot):
+            g = self.global_value(v[0].qualname)
+            if g is not None:
+                out = g
+                for a in v[1:]:
+                    out = self._attr(out, a, 0)
+                return out
+        return None
+
+    def global_value(self, qn: str) -> Value | None:
+        """The value of a module-level variable bound once, at module level, to an expression cachelint evaluates."""
+        mod, _, name = qn.rpartition(".")
+        fi = self.modules.get(mod)
+        if fi is None or name in fi.defs or name not in fi.globals:
+            return None
+        e = fi.globals[name]
+        if e is None:
+            return None
+        mf = self.module_function(mod)
+        if mf is None:
+            return None
+        key = ("global", qn)
+        if key in self._in_progress:
+            return None
+        self._in_progress.add(key)
+        try:
+            return self.canon(e, self.context(mf))
+        finally:
+            self._in_progress.discard(key)
+
+    def cls_param_class(self, root) -> str | None:
+        """The class of ``cls``, the first parameter of a classmethod (or of ``__new__``)."""
+        if not isinstance(root, ParamRoot):
+            return None
+        f = self.functions.get(root.function)
+        if f is None or f.class_qualname is None or not f.params or f.params[0].name != root.name:
+            return None
+        if f.name == "__new__" or any(_last(d) == "classmethod" for d in f.decorators):
+            return f.class_qualname
+        return None
+
+    def attr_callable(self, class_qn: str, attr: str, depth: int) -> FunctionInfo | None:
+        """The function stored in ``self.attr`` by every writer of the class, when they all store the same one."""
+        ws = self.self_attr_writers(class_qn, attr)
+        found = None
+        for f, a in ws:
+            if a.kind not in ("assign", "annassign"):
+                return None
+            v = self.canon(a.value, self.context(f, class_qn))
+            fn = self.callee_function(v, depth + 1) if v is not None and v != (SelfRoot(class_qn), attr) else None
+            if fn is None or (found is not None and fn is not found):
+                return None
+            found = fn
+        return found
+
+    def returned_function(self, root: CallRoot, depth: int) -> FunctionInfo | None:
+        """What calling the result of a call runs: the function a
+        ``functools.partial`` wraps, or the one function a factory returns."""
+        callee = root.callee
+        if len(callee) == 1 and isinstance(callee[0], GlobalRoot) and callee[0].qualname == "functools.partial":
+            if root.args and not isinstance(root.args[0], KwArg):
+                return self.callee_function(root.args[0], depth + 1)
+            return None
+        fn = self.callee_function(callee, depth + 1)
+        if fn is None or fn.is_async or not fn.returns:
+            return None
+        found = None
+        ctx = self.context(fn)
+        for r in fn.returns:
+            v = self.canon(r, ctx)
+            g = self.callee_function(v, depth + 1) if v is not None and v[0] != CallRoot(callee, root.args) else None
+            if g is None or (
+                v is not None and len(v) == 1 and isinstance(v[0], GlobalRoot) and v[0].qualname in self.classes
+            ):
+                return None  # a class is returned, not a function to call
+            if found is not None and g is not found:
+                return None
+            found = g
+        return found
+
+    def return_type(self, fn: FunctionInfo, depth: int = 0) -> str | None:
+        """The class ``fn`` returns an instance of: its annotation, or the one
+        class all its ``return`` statements agree on."""
+        t = self.resolve_annotation(fn.returns_annotation, fn.module)
+        if t is not None or fn.returns_annotation is not None or depth > 6:
+            return t
+        hit = self._returns_memo.get(fn.qualname, 0)
+        if hit != 0:
+            return hit
+        self._returns_memo[fn.qualname] = None  # recursion guard
+        out = None
+        if fn.returns and not fn.is_async:
+            ctx = self.context(fn)
+            for r in fn.returns:
+                v = self.canon(r, ctx)
+                rt = self.type_of(v, depth + 1) if v is not None else None
+                if rt is None or (out is not None and rt != out):
+                    out = None
+                    break
+                out = rt
+        self._returns_memo[fn.qualname] = out
+        return out
+
+    def overrides(self, class_qn: str, name: str) -> list[FunctionInfo]:
+        """Methods ``name`` that subclasses of ``class_qn`` define, and, for a
+        ``typing.Protocol``, those of the classes that implement it."""
+        key = (class_qn, name)
+        hit = self._protocol_impls.get(key)
+        if hit is not None:
+            return hit
+        out: list[FunctionInfo] = []
+        seen: set = set()
+        subs = list(self.subclasses(class_qn))
+        if self.is_protocol(class_qn):
+            subs.extend(self.implementations(class_qn))
+        for sub in subs:
+            c = self.classes.get(sub)
+            if c is not None and name in c.methods:
+                f = self.functions.get(c.methods[name])
+                if f is not None and f.qualname not in seen:
+                    seen.add(f.qualname)
+                    out.append(f)
+        self._protocol_impls[key] = out
+        return out
+
+    def is_protocol(self, class_qn: str) -> bool:
+        c = self.classes.get(class_qn)
+        return c is not None and any(b.rpartition(".")[2] == "Protocol" for b in self.class_bases(c))
+
+    def implementations(self, protocol_qn: str) -> list[str]:
+        """In-tree classes (not protocols) that define every method the protocol declares."""
+        key = ("impl", protocol_qn)
+        hit = self._protocol_impls.get(key)
+        if hit is not None:
+            return hit
+        c = self.classes[protocol_qn]
+        wanted = {m for m in c.methods if not m.startswith("__")}
+        out = []
+        if wanted:
+            for qn, k in self.classes.items():
+                if qn == protocol_qn or self.is_protocol(qn) or not wanted.issubset(k.methods):
+                    continue
+                out.append(qn)
+        self._protocol_impls[key] = out
+        return out
+
+    def exact_class(self, v: Value) -> bool:
+        """Is ``v`` known to be an instance of exactly the class ``type_of`` gives
+        (it was just constructed), not of a subclass?"""
+        if len(v) != 1:
+            return False
+        root = v[0]
+        if isinstance(root, GlobalRoot):
+            g = self.global_value(root.qualname)
+            return g is not None and self.exact_class(g)
+        return (
+            isinstance(root, CallRoot)
+            and len(root.callee) == 1
+            and isinstance(root.callee[0], GlobalRoot)
+            and root.callee[0].qualname in self.classes
+        )
+
+    def module_function(self, module: str) -> FunctionInfo | None:
+        """A function standing for ``module``'s top-level code (its calls and
+        assignments), named as the module, for the call graph."""
+        f = self._module_functions.get(module)
+        if f is None:
+            fi = self.modules.get(module)
+            if fi is None:
+                return None
+            f = FunctionInfo(
+                qualname=module,
+                name=MODULE_CODE,
+                module=module,
+                path=fi.path,
+                class_qualname=None,
+                parent_function=None,
+                line=1,
+                end_line=max(fi.n_lines, 1),
+                column=0,
+                params=[],
+                decorators=[],
+                is_async=False,
+                assigns=fi.module_assigns,
+                calls=fi.module_calls,
+                implicit_calls=fi.module_implicit_calls,
+            )
+            self._module_functions[module] = f
+        return f
+
+    def call_function(self, f: FunctionInfo, call) -> FunctionInfo | None:
+        """The in-tree function that call ``call`` of ``f`` runs, when known
+        (``super().m()`` included)."""
+        func = call.func
+        if func[0] == "attr" and func[1][0] == "call" and func[1][1] == ("name", "super"):
+            return self.super_method(f, func[1], func[2])
+        callee = self.call_callee(f, call)
+        return self.callee_function(callee) if callee is not None else None
+
+    def super_method(self, f: FunctionInfo, sup, name: str) -> FunctionInfo | None:
+        """``super().name`` (or ``super(C, self).name``) in a method of ``f``'s class."""
+        cls = f.class_qualname
+        if sup[2]:
+            v = self.canon(sup[2][0], self.context(f))
+            cls = v[0].qualname if v is not None and len(v) == 1 and isinstance(v[0], GlobalRoot) else None
+        if cls is None:
+            return None
+        for qn in self.mro(cls)[1:]:
+            c = self.classes.get(qn)
+            if c is not None and name in c.methods:
+                return self.functions.get(c.methods[name])
+        return None
+
+    def call_targets(self, f: FunctionInfo, call) -> list[FunctionInfo]:
+        """Every in-tree function call ``call`` of ``f`` may run: the one it
+        dispatches to, the overrides in subclasses (and protocol
+        implementations) when the receiver may be of a subclass, the dunder
+        method a builtin calls (``len(x)``: ``__len__``), and a module's
+        ``__getattr__`` (PEP 562) for a name the module does not define."""
+        func = call.func
+        if func[0] == "attr" and func[1][0] == "call" and func[1][1] == ("name", "super"):
+            m = self.super_method(f, func[1], func[2])
+            return [m] if m is not None else []
+        callee = self.call_callee(f, call)
+        if callee is None:
+            return []
+        out: list[FunctionInfo] = []
+        fn = self.callee_function(callee)
+        if fn is not None:
+            out.append(fn)
+        root = callee[0]
+        if len(callee) >= 2:
+            base = callee[:-1]
+            t = self.cls_param_class(root) if len(base) == 1 else None
+            if t is None:
+                t = self.type_of(base)
+                if t is not None and self.exact_class(base):
+                    t = None
+            if t is not None and t in self.classes and (fn is None or fn.class_qualname is not None):
+                for o in self.overrides(t, callee[-1]):
+                    if o is not fn:
+                        out.append(o)
+        elif isinstance(root, GlobalRoot):
+            qn = root.qualname
+            dunder = _BUILTIN_DUNDERS.get(qn)
+            if dunder is not None and call.args:
+                v = self.canon(call.args[0], self.context(f))
+                t = self.type_of(v) if v is not None else None
+                if t is not None and t in self.classes:
+                    m = self.lookup_method(t, dunder)
+                    if m is not None:
+                        out.append(m)
+            elif fn is None:
+                g = self.module_getattr(qn)
+                if g is not None:
+                    out.append(g)
+        return out
+
+    def module_getattr(self, qn: str) -> FunctionInfo | None:
+        """The module ``__getattr__`` (PEP 562) that supplies ``qn``, a name its module does not bind."""
+        mod, _, name = qn.rpartition(".")
+        while mod:
+            fi = self.modules.get(mod)
+            if fi is not None:
+                if name in fi.defs or name in fi.globals or name in fi.imports or f"{mod}.{name}" in self.modules:
+                    return None
+                g = fi.defs.get("__getattr__")
+                return self.functions.get(g) if g is not None else None
+            mod, _, name = mod.rpartition(".")
+        return None
+
+    def external_name(self, callee: Value | None) -> str | None:
+        """The qualified name of a callee outside the tree (``builtins.len``, ``os.path.join``)."""
+        if callee is None or len(callee) != 1 or not isinstance(callee[0], GlobalRoot):
+            return None
+        qn = callee[0].qualname
+        if qn in self.functions or qn in self.classes or qn in self.modules:
+            return None
+        top = qn.split(".", 1)[0]
+        if self.is_module_level_variable(qn) or (top in self.modules and qn.startswith(top + ".")):
+            return None  # a variable of the tree, or a name in-tree resolution did not find
+        return qn
 
     def callee_names(self, callee: Value | None, spelled: str | None) -> list[str]:
         """Names a catalog pattern may match: resolved qualname, Type.method, spelling."""
