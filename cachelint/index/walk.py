@@ -161,6 +161,26 @@ class _Indexer:
         self.fi = fi
         self.cols = cols
         self.watch = watch
+        # where decorator applications go: the module's implicit calls, or
+        # those of the function whose body holds the definition
+        self.deco_sink: list = fi.module_implicit_calls
+
+    def decorations(self, node, qn: str) -> None:
+        """``@d def f`` calls ``d(f)`` where the definition runs: recorded
+        as implicit calls, innermost decorator first, each applied to the
+        previous one's result (``("def", qn)`` is the undecorated object)."""
+        value: Expr = ("def", qn)
+        for d in reversed(node.decorator_list):
+            dx = conv(d, 1)
+            if dx[0] == "?":
+                return
+            line, col = d.lineno, self.cols.col(d.lineno, d.col_offset)
+            end_line = d.end_lineno or line
+            end_col = self.cols.col(end_line, d.end_col_offset or 0)
+            self.deco_sink.append(
+                CallSite(dx, (value,), (), line, col, end_line, end_col, (), False, node.lineno, None, False)
+            )
+            value = ("call", dx, (value,), ())
 
     # ----- module level -------------------------------------------------
     def module(self, tree: ast.Module) -> None:
@@ -178,10 +198,12 @@ class _Indexer:
             qn = f"{fi.module}.{stmt.name}" if fi.module else stmt.name
             fi.defs[stmt.name] = qn
             self._function(stmt, qn, None, None, type_checking)
+            self.decorations(stmt, qn)
         elif t is ast.ClassDef:
             qn = f"{fi.module}.{stmt.name}" if fi.module else stmt.name
             fi.defs[stmt.name] = qn
             self._class(stmt, qn, None, type_checking)
+            self.decorations(stmt, qn)
         elif t is ast.If:
             tc = type_checking or _is_type_checking(stmt.test)
             g = guard + ((conv(stmt.test), True),)
@@ -269,8 +291,10 @@ class _Indexer:
                 mqn = f"{qn}.{stmt.name}"
                 ci.methods[stmt.name] = mqn
                 self._function(stmt, mqn, qn, None, type_checking)
+                self.decorations(stmt, mqn)
             elif t is ast.ClassDef:
                 self._class(stmt, f"{qn}.{stmt.name}", None, type_checking)
+                self.decorations(stmt, f"{qn}.{stmt.name}")
             elif t is ast.AnnAssign and isinstance(stmt.target, ast.Name):
                 ci.fields[stmt.target.id] = conv(stmt.annotation)
                 if stmt.value is not None:
@@ -394,10 +418,16 @@ class _FunctionBodyIndexer:
             return
         qn = f"{f.qualname}.<locals>.{stmt.name}"
         f.nested[stmt.name] = qn
-        if isinstance(stmt, ast.ClassDef):
-            self.ix._class(stmt, qn, f.qualname, f.under_type_checking)
-        else:
-            self.ix._function(stmt, qn, None, f.qualname, f.under_type_checking)
+        ix = self.ix
+        outer_sink, ix.deco_sink = ix.deco_sink, self.implicit
+        try:
+            if isinstance(stmt, ast.ClassDef):
+                ix._class(stmt, qn, f.qualname, f.under_type_checking)
+            else:
+                ix._function(stmt, qn, None, f.qualname, f.under_type_checking)
+            ix.decorations(stmt, qn)
+        finally:
+            ix.deco_sink = outer_sink
         self.assigns.append(
             Assign(("name", stmt.name), ("def", qn), stmt.lineno, 0, stmt.lineno, 0, guard, False, "def")
         )

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 
 from ..config import HotRoot
 from ..globs import GlobSet
+from ..index.expr import _last_name
 from ..index.records import CallSite, FunctionInfo
 from .idioms import fills_once, is_cached_function
 from .program import Program
+from .values import GlobalRoot, ParamRoot
 
 
 @dataclass
@@ -102,8 +104,12 @@ def call_graph(program: Program, external: bool = True) -> dict[str, list[str]]:
     named ``outer.<locals>.inner``, a module's code by the module's name.
     Every call counts here, error paths and lazy fills included. With
     ``external``, calls of names outside the tree (``builtins.len``,
-    ``os.path.join``) are listed by their qualified name."""
-    out: dict[str, list[str]] = {}
+    ``os.path.join``) are listed by their qualified name.
+
+    Unlike the hot-path walk, the export follows functions passed as
+    arguments: a call of a parameter (``def run(fn): fn()``) reaches what
+    the resolved calls of ``run`` pass for it, rounds until nothing new."""
+    out: dict[str, dict[str, None]] = {}
     callers: list[FunctionInfo] = []
     for fi in program.indexes:
         if fi.error is not None or not fi.module:
@@ -111,23 +117,84 @@ def call_graph(program: Program, external: bool = True) -> dict[str, list[str]]:
         mf = program.module_function(fi.module)
         if mf is not None and fi.module not in out:
             callers.append(mf)
-            out[fi.module] = []
+            out[fi.module] = {}
     for qn in program.functions:
         if qn not in out:
             callers.append(program.functions[qn])
-            out[qn] = []
+            out[qn] = {}
+    passed: dict[tuple[str, str], list] = {}  # (function, parameter) -> [(caller, argument expr)]
+    param_calls: list = []  # (caller, ParamRoot) of calls of a parameter
+    bound: set = set()
     for f in callers:
-        targets: dict[str, None] = {}
+        targets = out[f.qualname]
         n = len(f.calls)
         for i, call in enumerate(f.calls + f.implicit_calls):
             found = program.call_targets(f, call)
             for t in found:
                 targets[t.qualname] = None
-            if not found and external and i < n:
-                name = program.external_name(program.call_callee(f, call))
+                _pass_arguments(program, f, call, t, passed, bound)
+            callee = program.call_callee(f, call)
+            if not found and callee is not None and len(callee) == 1 and isinstance(callee[0], ParamRoot):
+                param_calls.append((f, callee[0]))
+            elif not found and external and i < n:
+                name = program.external_name(callee)
                 if name is not None:
                     targets[name] = None
-        out[f.qualname] = list(targets)
+    for _ in range(6):  # what a parameter receives can be another function's parameter
+        grew = False
+        for f, root in param_calls:
+            for g in _received(program, root, passed, 0):
+                if g.qualname not in out[f.qualname]:
+                    out[f.qualname][g.qualname] = None
+                    grew = True
+        if not grew:
+            break
+    return {k: list(v) for k, v in out.items()}
+
+
+def _pass_arguments(
+    program: Program, f: FunctionInfo, call: CallSite, g: FunctionInfo, passed: dict, seen: set
+) -> None:
+    """Record which expression ``call`` passes for each parameter of ``g``."""
+    key = (id(call), g.qualname)
+    if key in seen:
+        return
+    seen.add(key)
+    params = g.params
+    offset = 0
+    if g.class_qualname is not None and params and not any(_last_name(d) == "staticmethod" for d in g.decorators):
+        callee = program.call_callee(f, call)
+        unbound = (
+            callee is not None
+            and len(callee) == 2
+            and isinstance(callee[0], GlobalRoot)
+            and callee[0].qualname in program.classes
+            and not any(_last_name(d) == "classmethod" for d in g.decorators)
+        )
+        offset = 0 if unbound else 1
+    positional = [p for p in params if p.kind == "pos"]
+    for j, a in enumerate(call.args):
+        if j + offset < len(positional) and a[0] != "?":
+            passed.setdefault((g.qualname, positional[j + offset].name), []).append((f, a))
+    for name, a in call.kwargs:
+        if name is not None:
+            passed.setdefault((g.qualname, name), []).append((f, a))
+
+
+def _received(program: Program, root: ParamRoot, passed: dict, depth: int) -> list[FunctionInfo]:
+    out: list[FunctionInfo] = []
+    if depth > 4:
+        return out
+    for caller, e in passed.get((root.function, root.name), ()):
+        v = program.canon(e, program.context(caller))
+        if v is None:
+            continue
+        if len(v) == 1 and isinstance(v[0], ParamRoot):
+            out.extend(_received(program, v[0], passed, depth + 1))
+            continue
+        fn = program.callee_function(v)
+        if fn is not None:
+            out.append(fn)
     return out
 
 
