@@ -33,6 +33,7 @@ from typing import Any
 
 from ..files import decode_source, read_bytes, source_digest, split_lines
 from .expr import (
+    LAMBDAS,
     UNKNOWN,
     Expr,
     Guard,
@@ -164,6 +165,7 @@ class _Indexer:
         # where decorator applications go: the module's implicit calls, or
         # those of the function whose body holds the definition
         self.deco_sink: list = fi.module_implicit_calls
+        self.lambdas_done: set = set()
 
     def decorations(self, node, qn: str) -> None:
         """``@d def f`` calls ``d(f)`` where the definition runs: recorded
@@ -280,7 +282,11 @@ class _Indexer:
             parent_function=parent_fn,
         )
         fi.classes.append(ci)
-        self._class_body(node.body, ci, type_checking)
+        outer_scope, LAMBDAS.scope = LAMBDAS.scope, qn
+        try:
+            self._class_body(node.body, ci, type_checking)
+        finally:
+            LAMBDAS.scope = outer_scope
         return ci
 
     def _class_body(self, body, ci: ClassInfo, type_checking: bool) -> None:
@@ -327,7 +333,7 @@ class _Indexer:
             params.append(Param(a.kwarg.arg, None, None, "kwarg"))
         f = FunctionInfo(
             qualname=qn,
-            name=node.name,
+            name=node.name if type(node) is not _Lambda else qn.rpartition(".")[2],
             module=fi.module,
             path=fi.path,
             class_qualname=class_qn,
@@ -336,14 +342,21 @@ class _Indexer:
             end_line=getattr(node, "end_lineno", node.lineno) or node.lineno,
             column=self.cols.col(node.lineno, node.col_offset),
             params=params,
-            decorators=[conv(d) for d in node.decorator_list],
+            decorators=[conv(d) for d in getattr(node, "decorator_list", ())],
             is_async=isinstance(node, ast.AsyncFunctionDef),
-            returns_annotation=conv(node.returns) if node.returns else None,
+            returns_annotation=conv(node.returns) if getattr(node, "returns", None) else None,
             under_type_checking=type_checking,
         )
         fi.functions.append(f)
         body = _FunctionBodyIndexer(self, f)
-        body.block(node.body, (), False)
+        outer_scope, LAMBDAS.scope = LAMBDAS.scope, f"{qn}.<locals>"
+        try:
+            if type(node) is _Lambda:
+                body.returns.append(body.expr(node.body, (), False, node.lineno) or conv(node.body))
+            else:
+                body.block(node.body, (), False)
+        finally:
+            LAMBDAS.scope = outer_scope
         f.assigns = body.assigns
         f.calls = body.calls
         f.implicit_calls = body.implicit
@@ -379,6 +392,16 @@ class _FunctionBodyIndexer:
             return (line, node.col_offset, end_line, end_col or 0)
         c = self.ix.cols
         return (line, c.col(line, node.col_offset), end_line, c.col(end_line, end_col or 0))
+
+    def _lambda(self, node) -> None:
+        """Index a lambda as a function (named by LAMBDAS), once."""
+        qn = LAMBDAS.name(node)
+        done = self.ix.lambdas_done
+        if qn is None or qn in done:
+            return
+        done.add(qn)
+        f = self.f
+        self.ix._function(node, qn, None, f.qualname if f is not None else None, f.under_type_checking if f else False)
 
     def _implicit(self, node, receiver: Expr, dunder: str, args: tuple, guard: Guard, in_loop: bool, stmt_line: int):
         """Record ``receiver.dunder(*args)``, a call the syntax makes (see FunctionInfo.implicit_calls)."""
@@ -681,6 +704,7 @@ class _FunctionBodyIndexer:
                         push((v, g, loop, None))
                 continue
             if t is _Lambda:
+                self._lambda(n)
                 continue
             if t is _IfExp:
                 test = conv(n.test)
@@ -750,11 +774,15 @@ def index_source(source: str, path: str, module: str, is_package: bool, watch: f
         return fi
     fi.suppressions = parse_suppressions(source)
     ix = _Indexer(fi, _ColumnMap(source), watch)
+    LAMBDAS.reset()
+    LAMBDAS.scope = module
     try:
         ix.module(tree)
     except RecursionError:
         fi.error = ("RecursionError: expression nesting too deep to analyse", 1, 0)
         return fi
+    finally:
+        LAMBDAS.reset()
     for f in fi.functions:
         f.calls.sort(key=lambda c: (c.line, c.column))  # building, not reading
     fi.module_calls.sort(key=lambda c: (c.line, c.column))
