@@ -194,7 +194,7 @@ class _LambdaNames:
         self.counts = {}
         self.scope = None
 
-    def name(self, node) -> str | None:
+    def name(self, node: ast.Lambda) -> str | None:
         qn = self.names.get(id(node))
         if qn is None and self.scope is not None:
             n = self.counts.get(self.scope, 0) + 1

@@ -28,6 +28,7 @@ offsets, the unit LibCST and editors use.
 from __future__ import annotations
 
 import ast
+import marshal
 import warnings
 from typing import Any
 
@@ -179,9 +180,7 @@ class _Indexer:
             line, col = d.lineno, self.cols.col(d.lineno, d.col_offset)
             end_line = d.end_lineno or line
             end_col = self.cols.col(end_line, d.end_col_offset or 0)
-            self.deco_sink.append(
-                CallSite(dx, (value,), (), line, col, end_line, end_col, (), False, node.lineno, None, False)
-            )
+            self.deco_sink.append((dx, (value,), (), line, col, end_line, end_col, (), False, node.lineno, None, False))
             value = ("call", dx, (value,), ())
 
     # ----- module level -------------------------------------------------
@@ -359,7 +358,7 @@ class _Indexer:
             LAMBDAS.scope = outer_scope
         f.assigns = body.assigns
         f.calls = body.calls
-        f.implicit_calls = body.implicit
+        f.implicit_calls = marshal.dumps(body.implicit) if body.implicit else []  # type: ignore[assignment]  # unpacked on first read
         f.returns = body.returns
         f.global_names = tuple(body.global_names)
         return f
@@ -376,7 +375,7 @@ class _FunctionBodyIndexer:
         self.f = f
         self.assigns: list[Assign] = []
         self.calls: list[CallSite] = []
-        self.implicit: list[CallSite] = []
+        self.implicit: list[tuple] = []  # CallSite fields, see _implicit
         self.returns: list[Expr] = []
         self.global_names: list[str] = []
         self.handler_depth = 0
@@ -406,8 +405,10 @@ class _FunctionBodyIndexer:
     def _implicit(self, node, receiver: Expr, dunder: str, args: tuple, guard: Guard, in_loop: bool, stmt_line: int):
         """Record ``receiver.dunder(*args)``, a call the syntax makes (see FunctionInfo.implicit_calls)."""
         line, col, end_line, end_col = self._pos(node)
+        # CallSite's fields as a plain tuple: marshalled at the end of the
+        # function (FunctionInfo.implicit_calls is unpacked on first read)
         self.implicit.append(
-            CallSite(
+            (
                 ("attr", receiver, dunder),
                 args,
                 (),
@@ -783,6 +784,7 @@ def index_source(source: str, path: str, module: str, is_package: bool, watch: f
         return fi
     finally:
         LAMBDAS.reset()
+    fi.module_implicit_calls = [CallSite(*t) for t in fi.module_implicit_calls]
     for f in fi.functions:
         f.calls.sort(key=lambda c: (c.line, c.column))  # building, not reading
     fi.module_calls.sort(key=lambda c: (c.line, c.column))

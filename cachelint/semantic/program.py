@@ -513,7 +513,9 @@ class Program:
             if last in ("Final", "ClassVar", "Annotated"):
                 inner = ann[2][1][0] if ann[2][0] == "tuple" else ann[2]
                 return self.resolve_annotation(inner, module, depth + 1)
-            return None
+            # a generic class of the tree with its type arguments: Box[Layer] is a Box
+            g = self.resolve_annotation(ann[1], module, depth + 1) if ann[1][0] in ("name", "attr") else None
+            return g if g is not None and g in self.classes else None
         if k == "or":
             members = [m for m in ann[1] if m != ("const", None) and m != ("name", "None")]
             if len(members) == 1:
@@ -999,7 +1001,6 @@ class Program:
         kc = key[1] if key[0] == "const" else _ANY
         if key[0] == "sub" or (kc is _ANY and key[0] not in ("name", "attr", "call")):
             return None  # a slice, or a key cachelint cannot read
-        out: list = []
         stores = self.container_stores(where)
         # an unconditional `c[k] = v` where the container is bound replaces the literal's entry
         strong = [st for st in stores if kc is not _ANY and st[0] is not None and st[0] == ("const", kc) and st[3]]
@@ -1034,8 +1035,8 @@ class Program:
             inner = self.elements(e[1], e[2], ctx, depth + 1)
             if not inner:
                 return None
-            lits = [(x, c) for x, c in inner if x[0] in ("dict", "list", "tuple")]
-            return (lits, None) if len(lits) == len(inner) else None
+            found = [(x, c) for x, c in inner if x[0] in ("dict", "list", "tuple")]
+            return (found, None) if len(found) == len(inner) else None
         if k == "call":  # a function returning a literal
             callee = self.canon(e[1], ctx)
             fn = self.callee_function(callee) if callee is not None else None
@@ -1059,7 +1060,7 @@ class Program:
                 break
             local = c.locals.get(name)
             if local is not None or name in c.params:
-                if name in c.params or len(local) != 1:
+                if local is None or name in c.params or len(local) != 1:
                     return None
                 a = local[0]
                 if a.kind not in _ALIAS_KINDS or a.in_loop:
@@ -1098,11 +1099,19 @@ class Program:
         if where is None:
             return []
         if self._stores is None:
-            self._stores = self._scan_stores()
-        return self._stores.get(where, [])
+            self._stores = {}
+        # scanned per module, on first need: the module of a global, or of
+        # the function binding a local (stores from other modules are not seen)
+        mod = where[1].rpartition(".")[0] if where[0] == "global" else self.functions[where[1]].module
+        if mod not in self._stores:
+            self._stores[mod] = self._scan_stores(mod)
+        return self._stores[mod].get(where, [])
 
-    def _scan_stores(self) -> dict:
+    def _scan_stores(self, module: str) -> dict:
         out: dict = {}
+        fi = self.modules.get(module)
+        if fi is None:
+            return out
 
         def where_of(name: str, f: FunctionInfo):
             ctx = self.context(f)
@@ -1121,7 +1130,7 @@ class Program:
                 return w[1] == f.qualname
             return f.name == MODULE_CODE and w[1] == f"{f.module}.{w[1].rpartition('.')[2]}"
 
-        fns = list(self.functions.values()) + [self.module_function(m) for m in self.modules]
+        fns = [self.functions.get(f.qualname) for f in fi.functions] + [self.module_function(module)]
         for f in fns:
             if f is None:
                 continue
