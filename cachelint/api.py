@@ -43,6 +43,7 @@ class Result:
     lock_path: str | None = None
     lock_written: bool = False  # --fix recorded new invariants in the lock
     cache: str = "off"  # off | hit | partial | miss: how the cache served this run
+    vendored: list[str] = field(default_factory=list)  # vendored directories not analysed
     # the configuration with its presets merged, resolved on first use (a
     # cache hit needs no presets: parsing them is a tenth of a warm run)
     _config: Config | None = field(default=None, repr=False)
@@ -55,6 +56,17 @@ class Result:
         return self._config
 
 
+def _discover(paths: list[str], config: Config, vendored: list[str] | None = None) -> list[SourceFile]:
+    """The files to analyse; the vendored directories skipped go to ``vendored``."""
+    return discover(
+        paths,
+        exclude=config.exclude,
+        respect_gitignore=config.respect_gitignore,
+        vendored=config.vendored_globs(),
+        skipped=vendored,
+    )
+
+
 def lock_location(paths: list[str], config: Config) -> Path:
     """Where cachelint.lock is (or will be written): see :func:`~cachelint.lock.lockfile.find_lock`."""
     return find_lock(Path(paths[0]) if paths else Path.cwd(), config.source)
@@ -63,7 +75,7 @@ def lock_location(paths: list[str], config: Config) -> Path:
 def analyse(
     paths: list[str], config: Config, jobs: int | None = None, progress: Progress | None = None
 ) -> tuple[Analysis, list[SourceFile]]:
-    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    files = _discover(paths, config)
     lock_path = lock_location(paths, config)
     if progress is not None:
         progress.stage("Indexing", len(files))
@@ -106,7 +118,8 @@ def check(
     try:
         config = config or Config()
         rules = select_rules(config.select, config.ignore)
-        files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+        vendored: list[str] = []
+        files = _discover(paths, config, vendored)
         lock_path = lock_location(paths, config)
         resolved: list[Config] = []
 
@@ -145,7 +158,14 @@ def check(
             raw, flags = run_rules(analysis, rules)
             findings, how = [f for f, s in zip(raw, flags) if not s], "off"
         findings = _reported(findings, report_only)
-        result = Result(findings=findings, files=len(files), cache=how, lock_path=str(lock_path), _resolve=resolve)
+        result = Result(
+            findings=findings,
+            files=len(files),
+            cache=how,
+            lock_path=str(lock_path),
+            vendored=vendored,
+            _resolve=resolve,
+        )
         if unsafe_fixes is None:
             unsafe_fixes = config.unsafe_fixes  # presets never set it
         if fix:
@@ -194,7 +214,7 @@ MAX_FIX_PASSES = 10
 
 def _reanalyse(paths, config: Config, rules, jobs, report_only, lock_path: Path) -> tuple[Analysis, list[Finding]]:
     """A fresh analysis after a fix pass wrote files (no cache: the tree just changed)."""
-    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    files = _discover(paths, config)
     analysis = _analysis(index_files(files, jobs), _resolve(config, files), lock_path)
     raw, flags = run_rules(analysis, rules)
     return analysis, _reported([f for f, s in zip(raw, flags) if not s], report_only)
@@ -303,7 +323,7 @@ def call_graph(
     from .semantic.program import Program
 
     config = config or Config()
-    files = discover(paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore)
+    files = _discover(paths, config)
     try:
         graph = build(Program(index_files(files, jobs)), external=external)
     finally:

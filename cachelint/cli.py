@@ -67,6 +67,18 @@ def _parser() -> argparse.ArgumentParser:
         help="colour text output: auto (a terminal, unless NO_COLOR is set), always, never",
     )
     c.add_argument("--statistics", action="store_true", help="count findings per rule")
+    c.add_argument(
+        "--min-cost",
+        choices=("high", "low"),
+        default=None,
+        help="CL002 reports catalog entries of at least this cost (default: the min-cost setting, else high)",
+    )
+    c.add_argument(
+        "--include-vendored",
+        action="store_true",
+        default=None,
+        help="analyse vendored directories too (third_party/, vendor/, _vendor/, bundled copies; see `vendored`)",
+    )
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     c.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
     c.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
@@ -324,7 +336,13 @@ def _check(args) -> int:
         select = _split(args.select)
         if args.extend_select:
             select = (select or cfg.select) + (_split(args.extend_select) or ())  # `or ()`: for the type checker
-        cfg = cfg.with_overrides(select=select, ignore=_split(args.ignore), preset=args.preset)
+        cfg = cfg.with_overrides(
+            select=select,
+            ignore=_split(args.ignore),
+            preset=args.preset,
+            min_cost=args.min_cost,
+            include_vendored=args.include_vendored,
+        )
         cache_dir = None if args.no_cache or os.environ.get("CACHELINT_NO_CACHE") else _cache_dir(args, cfg, paths)
         fix = args.fix or args.diff
         if report_only is not None:
@@ -356,6 +374,16 @@ def _check(args) -> int:
     out = sys.stdout
     for err in result.errors:
         print(f"cachelint: warning: {err}", file=sys.stderr)
+    if result.vendored and not args.quiet:
+        shown = ", ".join(result.vendored[:3]) + (
+            f" and {len(result.vendored) - 3} more" if len(result.vendored) > 3 else ""
+        )
+        n = len(result.vendored)
+        print(
+            f"cachelint: skipped {n} vendored director{'ies' if n != 1 else 'y'} ({shown}); "
+            "--include-vendored analyses them",
+            file=sys.stderr,
+        )
     if result.lock_written and not args.quiet:
         print(f"cachelint: recorded what the rewrites rely on in {result.lock_path}; commit it", file=sys.stderr)
     if args.diff:
