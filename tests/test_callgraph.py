@@ -383,3 +383,41 @@ def test_lambdas_are_numbered_per_scope(n):
     names = sorted(q for q in p.functions if "<lambda" in q)
     assert names == [f"m.f.<locals>.<lambda{i + 1}>" for i in range(n)]
     assert call_graph(p)[names[-1]] == ["m.g"]
+
+
+def test_the_hot_walk_sees_through_lambdas_and_registries_of_them():
+    src = """
+    def expensive():
+        return 1
+
+    OPS = {"a": lambda: expensive()}
+
+    class Runner:
+        def step(self, name):
+            return OPS[name]()
+    """
+    hot = _hot(src, "m.Runner.step")
+    assert "m.expensive" in hot
+    assert not any("<lambda" in q for q in hot)  # no finding is ever placed in a lambda's body
+
+
+def test_builtins_that_call_their_function_arguments_and_decorator_factories():
+    src = """
+    def key(x):
+        return x
+
+    def factory():
+        def dec(f):
+            return f
+        return dec
+
+    @factory()
+    def decorated():
+        pass
+
+    def order(xs):
+        return sorted(xs, key=key), list(map(key, xs))
+    """
+    g = _graph(src)
+    assert set(g["m.order"]) == {"builtins.sorted", "m.key", "builtins.list", "builtins.map"}
+    assert {"m.factory", "m.factory.<locals>.dec"} <= set(g["m"])

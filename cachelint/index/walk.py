@@ -168,10 +168,12 @@ class _Indexer:
         self.deco_sink: list = fi.module_implicit_calls
         self.lambdas_done: set = set()
 
-    def decorations(self, node, qn: str) -> None:
+    def decorations(self, node, qn: str, calls: bool = True) -> None:
         """``@d def f`` calls ``d(f)`` where the definition runs: recorded
         as implicit calls, innermost decorator first, each applied to the
-        previous one's result (``("def", qn)`` is the undecorated object)."""
+        previous one's result (``("def", qn)`` is the undecorated object);
+        with ``calls``, a decorator written as a call (``@d(x)``) records that
+        call too."""
         value: Expr = ("def", qn)
         for d in reversed(node.decorator_list):
             dx = conv(d, 1)
@@ -180,6 +182,10 @@ class _Indexer:
             line, col = d.lineno, self.cols.col(d.lineno, d.col_offset)
             end_line = d.end_lineno or line
             end_col = self.cols.col(end_line, d.end_col_offset or 0)
+            if calls and dx[0] == "call":  # @factory(...): the factory is called first
+                self.deco_sink.append(
+                    (dx[1], dx[2], dx[3], line, col, end_line, end_col, (), False, node.lineno, None, False)
+                )
             self.deco_sink.append((dx, (value,), (), line, col, end_line, end_col, (), False, node.lineno, None, False))
             value = ("call", dx, (value,), ())
 
@@ -449,7 +455,7 @@ class _FunctionBodyIndexer:
                 ix._class(stmt, qn, f.qualname, f.under_type_checking)
             else:
                 ix._function(stmt, qn, None, f.qualname, f.under_type_checking)
-            ix.decorations(stmt, qn)
+            ix.decorations(stmt, qn, calls=False)  # the statement recorded the decorators' calls
         finally:
             ix.deco_sink = outer_sink
         self.assigns.append(

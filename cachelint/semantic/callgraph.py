@@ -77,7 +77,8 @@ def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
     A call may have several: the function it dispatches to and the
     overrides it may reach (see :meth:`Program.call_targets`). The calls the
     syntax makes (``x[i]``, ``for``, ``with``, ``in``) are numbered after
-    ``f.calls``: index ``len(f.calls) + j`` is ``f.implicit_calls[j]``."""
+    ``f.calls``: index ``len(f.calls) + j`` is ``f.implicit_calls[j]``.
+    A lambda is not a target: the functions its body calls are."""
     out: list = []
     if f.under_type_checking:
         return out
@@ -85,10 +86,31 @@ def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
     for i, call in enumerate(f.calls + f.implicit_calls):
         if call.in_handler or (i < n and call.guard and fills_once(f, call)):
             continue  # an error path; or lazy init / memo dict: once per slot, not per call
-        for target in program.call_targets(f, call):
+        for target in _through_lambdas(program, program.call_targets(f, call), 0):
             if is_cached_function(target):
                 continue  # @cache / @lru_cache: its body runs once per arguments, not per call
             out.append((i, target.qualname))
+    return out
+
+
+def is_lambda(f: FunctionInfo) -> bool:
+    return f.name.startswith("<lambda")
+
+
+def _through_lambdas(program: Program, targets: list[FunctionInfo], depth: int) -> list[FunctionInfo]:
+    """``targets`` with each lambda replaced by what its body calls: a lambda
+    is never a hot function itself (its body is an expression that no
+    rewrite could hoist from), but what it calls runs where it is called."""
+    if not any(is_lambda(t) for t in targets):
+        return targets
+    out: list[FunctionInfo] = []
+    for t in targets:
+        if not is_lambda(t):
+            out.append(t)
+        elif depth < 3:
+            for call in t.calls + t.implicit_calls:
+                if not call.in_handler:
+                    out.extend(_through_lambdas(program, program.call_targets(t, call), depth + 1))
     return out
 
 
@@ -136,7 +158,7 @@ def call_graph(program: Program, external: bool = True) -> dict[str, list[str]]:
             callee = program.call_callee(f, call)
             if not found and callee is not None and len(callee) == 1 and isinstance(callee[0], ParamRoot):
                 param_calls.append((f, callee[0]))
-            elif not found and external and i < n:
+            elif external and i < n:
                 name = program.external_name(callee)
                 if name is not None:
                     targets[name] = None

@@ -43,6 +43,23 @@ MODULE_CODE = "<module>"  # the name of the function that stands for a module's 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _ALIAS_KINDS = ("assign", "annassign", "walrus")
 _ANY = object()  # a key that is not a constant: any entry
+# functions that call the functions passed to them
+_HIGHER_ORDER = frozenset(
+    {
+        "builtins.map",
+        "builtins.filter",
+        "builtins.sorted",
+        "builtins.min",
+        "builtins.max",
+        "functools.reduce",
+        "itertools.starmap",
+        "itertools.filterfalse",
+        "itertools.takewhile",
+        "itertools.dropwhile",
+        "itertools.groupby",
+        "itertools.accumulate",
+    }
+)
 _STORE_METHODS = frozenset({"update", "append", "add", "setdefault"})
 # builtins that call a dunder method of their argument
 _BUILTIN_DUNDERS = {
@@ -952,6 +969,20 @@ class Program:
                 for o in self.overrides(t, callee[-1]):
                     if o is not fn:
                         out.append(o)
+            if fn is None and t is not None and t in self.classes:
+                # a callable attribute a subclass stores: `self.child()` in a base, `self.child = self.f` in each subclass
+                for sub in self.subclasses(t):
+                    a = self.attr_callable(sub, callee[-1], 1)
+                    if a is not None and a not in out:
+                        out.append(a)
+        elif isinstance(root, GlobalRoot) and root.qualname in _HIGHER_ORDER:
+            # map(f, xs), sorted(xs, key=f), functools.reduce(f, xs): the builtin calls f
+            ctx = self.context(f)
+            for a in list(call.args) + [v for _, v in call.kwargs]:
+                v = self.canon(a, ctx)
+                g = self.callee_function(v) if v is not None and len(v) == 1 else None
+                if g is not None and g not in out:
+                    out.append(g)
         elif isinstance(root, GlobalRoot):
             qn = root.qualname
             dunder = _BUILTIN_DUNDERS.get(qn)
