@@ -421,3 +421,30 @@ def test_builtins_that_call_their_function_arguments_and_decorator_factories():
     g = _graph(src)
     assert set(g["m.order"]) == {"builtins.sorted", "m.key", "builtins.list", "builtins.map"}
     assert {"m.factory", "m.factory.<locals>.dec"} <= set(g["m"])
+
+
+def test_edges_whose_arguments_are_not_the_callees_hide_them_from_readers():
+    """``map(scale, xs)`` reaches ``scale`` but does not pass ``xs`` as its
+    ``x``: the fix planner, which asks a hot function's callers what they pass
+    for a parameter, must see nothing it could take as ``x``."""
+    src = """
+    import functools
+
+    def scale(x, factor=2):
+        return x * factor
+
+    def step(xs):
+        a = list(map(scale, xs))
+        p = functools.partial(scale, 3)
+        b = p(4)
+        return scale(5), a, b
+    """
+    p = _program(("m", src))
+    hp = hot_paths(p, (HotRoot("m.step", "per-step"),))
+    calls = hp.callers("m.scale", 10)
+    assert len(calls) == 3
+    by_args = sorted((c.args, c.kwargs) for _, c in calls)
+    assert by_args[0] == ((), ((None, ("?",)),)) == by_args[1]  # map(...) and p(4): hidden
+    assert by_args[2] == ((("const", 5),), ())  # scale(5): as written
+    # the export does not take them as arguments either: scale's x is no function
+    assert call_graph(p)["m.scale"] == []

@@ -678,7 +678,11 @@ class _FunctionBodyIndexer:
                 v = n.value
                 tv = type(v)
                 if (tv is _Name or tv is _Attribute) and type(n.ctx) is _Load:
-                    self._implicit(n, conv(v, 1), "__getitem__", (conv(n.slice, 1),), g, loop, stmt_line)
+                    # the key only when it is a name or a constant: the commonest
+                    # subscripts, tensor slices, would cost the index more than they tell
+                    ts = type(n.slice)
+                    key = conv(n.slice, 1) if ts is _Name or ts is ast.Constant else UNKNOWN
+                    self._implicit(n, conv(v, 1), "__getitem__", (key,), g, loop, stmt_line)
                 if tv not in leaves:
                     push((v, g, loop, None))
                 v = n.slice

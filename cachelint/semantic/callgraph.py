@@ -19,11 +19,11 @@ guard (lazy init, memo dicts: see :mod:`cachelint.semantic.idioms`) and calls in
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..config import HotRoot
 from ..globs import GlobSet
-from ..index.expr import _last_name
+from ..index.expr import UNKNOWN, _last_name
 from ..index.records import CallSite, FunctionInfo
 from .idioms import fills_once, is_cached_function
 from .program import Program
@@ -77,7 +77,8 @@ def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
     A call may have several: the function it dispatches to and the
     overrides it may reach (see :meth:`Program.call_targets`). The calls the
     syntax makes (``x[i]``, ``for``, ``with``, ``in``) are numbered after
-    ``f.calls``: index ``len(f.calls) + j`` is ``f.implicit_calls[j]``.
+    ``f.calls``: index ``len(f.calls) + j`` is ``f.implicit_calls[j]``; see
+    :func:`call_site` for negative numbers.
     A lambda is not a target: the functions its body calls are."""
     out: list = []
     if f.under_type_checking:
@@ -86,10 +87,14 @@ def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
     for i, call in enumerate(f.calls + f.implicit_calls):
         if call.in_handler or (i < n and call.guard and fills_once(f, call)):
             continue  # an error path; or lazy init / memo dict: once per slot, not per call
-        for target in _through_lambdas(program, program.call_targets(f, call), 0):
+        direct = program.call_targets(f, call)
+        for target in _through_lambdas(program, direct, 0):
             if is_cached_function(target):
                 continue  # @cache / @lru_cache: its body runs once per arguments, not per call
-            out.append((i, target.qualname))
+            # a call whose arguments are not the target's (map(f, xs), partial, through a lambda)
+            # is numbered -1 - i: call_site() then hides its arguments
+            matched = target in direct and program.passes_arguments(call, target)
+            out.append((i if matched else -1 - i, target.qualname))
     return out
 
 
@@ -115,8 +120,13 @@ def _through_lambdas(program: Program, targets: list[FunctionInfo], depth: int) 
 
 
 def call_site(f: FunctionInfo, i: int) -> CallSite:
-    """The call numbered ``i`` by :func:`edges_of`."""
+    """The call numbered ``i`` by :func:`edges_of`; for a negative number, the
+    call ``-1 - i`` with its arguments hidden (``**`` of an unknown value):
+    they are not the callee's, and no reader may take them as its parameters."""
     n = len(f.calls)
+    if i < 0:
+        c = call_site(f, -1 - i)
+        return replace(c, args=(), kwargs=((None, UNKNOWN),))
     return f.calls[i] if i < n else f.implicit_calls[i - n]
 
 
@@ -154,7 +164,8 @@ def call_graph(program: Program, external: bool = True) -> dict[str, list[str]]:
             found = program.call_targets(f, call)
             for t in found:
                 targets[t.qualname] = None
-                _pass_arguments(program, f, call, t, passed, bound)
+                if program.passes_arguments(call, t):
+                    _pass_arguments(program, f, call, t, passed, bound)
             callee = program.call_callee(f, call)
             if not found and callee is not None and len(callee) == 1 and isinstance(callee[0], ParamRoot):
                 param_calls.append((f, callee[0]))

@@ -168,6 +168,8 @@ class Program:
         self._returns_memo: dict = {}
         self._protocol_impls: dict = {}
         self._stores: dict | None = None
+        self._is_protocol: dict = {}
+        self._opaque_args: set = set()  # (id(call), target): see passes_arguments
 
     # ----- names -------------------------------------------------------------
     def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext:
@@ -851,8 +853,17 @@ class Program:
         return out
 
     def is_protocol(self, class_qn: str) -> bool:
-        c = self.classes.get(class_qn)
-        return c is not None and any(b.rpartition(".")[2] == "Protocol" for b in self.class_bases(c))
+        hit = self._is_protocol.get(class_qn)
+        if hit is None:
+            c = self.classes.get(class_qn)
+            # a syntactic test first: class_bases resolves names, and most classes name no Protocol
+            hit = (
+                c is not None
+                and any((_last_name(b[1] if b[0] == "sub" else b) or "") == "Protocol" for b in c.bases)
+                and any(b.rpartition(".")[2] == "Protocol" for b in self.class_bases(c))
+            )
+            self._is_protocol[class_qn] = hit
+        return hit
 
     def implementations(self, protocol_qn: str) -> list[str]:
         """In-tree classes (not protocols) that define every method the protocol declares."""
@@ -957,6 +968,8 @@ class Program:
         fn = self.callee_function(callee)
         if fn is not None:
             out.append(fn)
+            if self._is_partial(callee):
+                self._opaque_args.add((id(call), fn.qualname))
         root = callee[0]
         if len(callee) >= 2:
             base = callee[:-1]
@@ -983,6 +996,7 @@ class Program:
                 g = self.callee_function(v) if v is not None and len(v) == 1 else None
                 if g is not None and g not in out:
                     out.append(g)
+                    self._opaque_args.add((id(call), g.qualname))
         elif isinstance(root, GlobalRoot):
             qn = root.qualname
             dunder = _BUILTIN_DUNDERS.get(qn)
@@ -997,7 +1011,24 @@ class Program:
                 g = self.module_getattr(qn)
                 if g is not None:
                     out.append(g)
+                    self._opaque_args.add((id(call), g.qualname))
         return out
+
+    def passes_arguments(self, call, target: FunctionInfo) -> bool:
+        """Do ``call``'s arguments go to ``target``'s parameters, as written?
+        Not when the call reaches it through ``functools.partial``, a builtin
+        that calls its function argument (``map(f, xs)``), or a module
+        ``__getattr__`` (asked after :meth:`call_targets` of the call)."""
+        return (id(call), target.qualname) not in self._opaque_args
+
+    def _is_partial(self, callee: Value) -> bool:
+        v: Value | None = callee
+        if len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+            v = self.global_value(callee[0].qualname)
+        if v is None or len(v) != 1 or not isinstance(v[0], CallRoot):
+            return False
+        c = v[0].callee
+        return len(c) == 1 and isinstance(c[0], GlobalRoot) and c[0].qualname == "functools.partial"
 
     # ----- containers of callables: dicts, lists, registries --------------------------
     def element_functions(self, sub, ctx: FunctionContext) -> list[FunctionInfo]:
