@@ -37,32 +37,53 @@ def _hot(src: str, root: str) -> set:
 
 def test_calls_reach_subclass_overrides_when_the_receiver_may_be_a_subclass():
     src = """
+    import abc
+
     class Base:
         def run(self):
             return self.step()
         def step(self):
             return 0
+        def hook(self):
+            raise NotImplementedError
 
     class Fast(Base):
         def step(self):
+            return 1
+        def hook(self):
             return 1
 
     class Other:
         def step(self):
             return 2
+        def hook(self):
+            return 2
 
-    def drive(b: Base):
+    class Platform(abc.ABC):
+        @abc.abstractmethod
+        def units(self) -> int:
+            return 0
+
+    class Cuda(Platform):
+        def units(self):
+            return 1
+
+    def drive(b: Base, p: Platform):
+        b.hook()
         b.step()
+        p.units()
 
     def exact():
-        Base().step()
+        Base().hook()
     """
     g = _graph(src)
+    # self.step() in the base: the template method reaches the subclass's hook
     assert set(g["m.Base.run"]) == {"m.Base.step", "m.Fast.step"}
-    assert set(g["m.drive"]) == {"m.Base.step", "m.Fast.step"}
-    assert "m.Other.step" not in g["m.drive"]  # not a subclass
+    # on an object typed by its base, the base's method (the implementation is configuration)
+    assert set(g["m.drive"]) == {"m.Base.hook", "m.Base.step", "m.Platform.units"}
+    assert "m.Other.hook" not in g["m.drive"]  # not a subclass
     # a receiver just constructed is of exactly that class
-    assert "m.Fast.step" not in g["m.exact"]
+    assert g["m.exact"] == ["m.Base.hook"]
     assert "m.Fast.step" in _hot(src, "m.Base.run")
 
 
@@ -448,3 +469,88 @@ def test_edges_whose_arguments_are_not_the_callees_hide_them_from_readers():
     assert by_args[2] == ((("const", 5),), ())  # scale(5): as written
     # the export does not take them as arguments either: scale's x is no function
     assert call_graph(p)["m.scale"] == []
+
+
+def test_an_attribute_typed_by_a_typevar_takes_the_subclass_binding():
+    """``self.info: I`` in ``Processor(Generic[I])``, and ``class LlavaProcessor(Processor[LlavaInfo])``:
+    in LlavaProcessor, ``self.info`` is a LlavaInfo, not any subclass of the bound."""
+    src = """
+    from typing import Generic, TypeVar
+
+    class Info:
+        def size(self):
+            return 0
+
+    class LlavaInfo(Info):
+        def size(self):
+            return 1
+
+    class QwenInfo(Info):
+        def size(self):
+            return 2
+
+    I = TypeVar("I", bound=Info)
+
+    class Processor(Generic[I]):
+        def __init__(self, info: I):
+            self.info = info
+
+    class LlavaProcessor(Processor[LlavaInfo]):
+        def apply(self):
+            return self.info.size()
+
+    class AnyProcessor(Processor[I]):
+        def apply(self):
+            return self.info.size()
+    """
+    g = _graph(src)
+    assert g["m.LlavaProcessor.apply"] == ["m.LlavaInfo.size"]
+    assert g["m.AnyProcessor.apply"] == ["m.Info.size"]  # the bound (a concrete method: no overrides)
+
+
+def test_typevar_bindings_pass_through_intermediate_generic_bases():
+    src = """
+    from typing import Generic, TypeVar
+
+    class Info:
+        def size(self):
+            return 0
+
+    class NextInfo(Info):
+        def size(self):
+            return 1
+
+    class OtherInfo(Info):
+        def size(self):
+            return 2
+
+    I = TypeVar("I", bound=Info)
+    J = TypeVar("J", bound=Info)
+
+    class Processor(Generic[I]):
+        info: I
+
+    class NextBase(Processor[J]):
+        pass
+
+    class NextProcessor(NextBase[NextInfo]):
+        def apply(self):
+            return self.info.size()
+    """
+    assert _graph(src)["m.NextProcessor.apply"] == ["m.NextInfo.size"]
+
+
+def test_a_plug_in_point_with_many_implementations_is_not_fanned_out_from_a_typed_object():
+    impls = "".join(f"class B{i}(Builder):\n    def text(self):\n        return {i}\n" for i in range(14))
+    src = (
+        "class Builder:\n    def text(self):\n        raise NotImplementedError\n"
+        "    def run(self):\n        return self.text()\n" + impls + "def use(b: Builder):\n    return b.text()\n"
+    )
+    g = call_graph(_program(("m", src)))
+    assert g["m.use"] == ["m.Builder.text"]
+    assert len(g["m.Builder.run"]) == 15  # on self (a template method): every override
+    # a protocol's implementations, unless there are more than MAX_OVERRIDES
+    proto = src.replace("class Builder:", "from typing import Protocol\nclass Builder(Protocol):").replace(
+        "(Builder):", ":"
+    )
+    assert call_graph(_program(("m", proto)))["m.use"] == ["m.Builder.text"]  # 14 > MAX_OVERRIDES

@@ -43,6 +43,8 @@ MODULE_CODE = "<module>"  # the name of the function that stands for a module's 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _ALIAS_KINDS = ("assign", "annassign", "walrus")
 _ANY = object()  # a key that is not a constant: any entry
+# overrides followed from a call on an object typed by its base (see call_targets)
+MAX_OVERRIDES = 12
 # functions that call the functions passed to them
 _HIGHER_ORDER = frozenset(
     {
@@ -80,6 +82,16 @@ _BUILTIN_DUNDERS = {
 
 def _last(d) -> str | None:
     return _last_name(d)
+
+
+def is_stub(f: FunctionInfo) -> bool:
+    """A method with no behaviour of its own: ``@abstractmethod``, or a body
+    of ``pass``, ``...``, a docstring or ``raise NotImplementedError``."""
+    if any(_last(d) == "abstractmethod" for d in f.decorators):
+        return True
+    if f.returns or f.assigns:
+        return False
+    return all(_last_name(c.func) == "NotImplementedError" for c in f.calls)
 
 
 def _is_overload(f: FunctionInfo) -> bool:
@@ -170,6 +182,7 @@ class Program:
         self._stores: dict | None = None
         self._is_protocol: dict = {}
         self._opaque_args: set = set()  # (id(call), target): see passes_arguments
+        self._bindings: dict = {}
 
     # ----- names -------------------------------------------------------------
     def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext:
@@ -649,7 +662,8 @@ class Program:
             if c is None:
                 continue
             if attr in c.fields:
-                return self.resolve_annotation(c.fields[attr], c.module)
+                g = self.generic_argument(class_qn, c.fields[attr], c.module)
+                return g if g is not None else self.resolve_annotation(c.fields[attr], c.module)
             if attr in c.methods:
                 m = self.functions.get(c.methods[attr])
                 if m is not None and any((dotted(d) or "").endswith("property") for d in m.decorators):
@@ -661,7 +675,8 @@ class Program:
             ctx = self.context(f, class_qn)
             if a.value and a.value[0] == "name" and a.value[1] in ctx.params:
                 p = ctx.params[a.value[1]]
-                t = self.resolve_annotation(p.annotation, f.module)
+                t = self.generic_argument(class_qn, p.annotation, f.module) if p.annotation else None
+                t = t or self.resolve_annotation(p.annotation, f.module)
                 if t:
                     return t
             v = self.canon(a.value, ctx)
@@ -670,6 +685,73 @@ class Program:
                 if t:
                     return t
         return None
+
+    def typevar(self, ann, module: str) -> str | None:
+        """The qualified name of the ``TypeVar`` an annotation names, if it is one."""
+        if ann is None or ann[0] != "name":
+            return None
+        qn = self.resolve_name(module, ann[1])
+        if qn is None or qn in self.classes:
+            return None
+        mod, _, name = qn.rpartition(".")
+        fi = self.modules.get(mod)
+        e = fi.globals.get(name) if fi is not None else None
+        return qn if e is not None and e[0] == "call" and (dotted(e[1]) or "").rpartition(".")[2] == "TypeVar" else None
+
+    def type_parameters(self, class_qn: str) -> list[str]:
+        """The TypeVars of a generic class, in order (from ``Generic[T]``, ``Base[T]`` among its bases)."""
+        c = self.classes.get(class_qn)
+        out: list[str] = []
+        if c is None:
+            return out
+        for b in c.bases:
+            if b[0] != "sub":
+                continue
+            for a in b[2][1] if b[2][0] == "tuple" else (b[2],):
+                tv = self.typevar(a, c.module)
+                if tv is not None and tv not in out:
+                    out.append(tv)
+        return out
+
+    def generic_argument(self, class_qn: str, ann, module: str) -> str | None:
+        """For an annotation that is a TypeVar of a generic base: the class
+        that ``class_qn`` (or a class between it and that base) binds it to,
+        ``class P(Base[Info])`` binding ``Base``'s ``T`` to ``Info``, through
+        intermediate generic bases (``class B(Base[U])``, ``class P(B[Info])``)."""
+        tv = self.typevar(ann, module)
+        if tv is None:
+            return None
+        return self.type_bindings(class_qn).get(tv)
+
+    def type_bindings(self, class_qn: str) -> dict:
+        """TypeVar -> class, as ``class_qn`` and its bases bind them (most derived first)."""
+        hit = self._bindings.get(class_qn)
+        if hit is not None:
+            return hit
+        subst: dict = {}
+        for qn in self.mro(class_qn):
+            c = self.classes.get(qn)
+            if c is None:
+                continue
+            for b in c.bases:
+                if b[0] != "sub" or b[1][0] not in ("name", "attr"):
+                    continue
+                head = self.resolve_annotation(b[1], c.module)
+                if head is None or head not in self.classes:
+                    continue
+                params = self.type_parameters(head)
+                args = b[2][1] if b[2][0] == "tuple" else (b[2],)
+                for p, a in zip(params, args):
+                    inner = self.typevar(a, c.module)
+                    if inner is not None:
+                        val = subst.get(inner)
+                    else:
+                        val = self.resolve_annotation(a, c.module)
+                        val = val if val is not None and val in self.classes else None
+                    if val is not None:
+                        subst.setdefault(p, val)
+        self._bindings[class_qn] = subst
+        return subst
 
     def callee_function(self, callee: Value | None, depth: int = 0) -> FunctionInfo | None:
         """The in-tree function a canonical callee value calls, if known: the
@@ -974,11 +1056,29 @@ class Program:
         if len(callee) >= 2:
             base = callee[:-1]
             t = self.cls_param_class(root) if len(base) == 1 else None
+            on_self = t is not None or (len(base) == 1 and isinstance(root, SelfRoot))
             if t is None:
                 t = self.type_of(base)
                 if t is not None and self.exact_class(base):
                     t = None
-            if t is not None and t in self.classes and (fn is None or fn.class_qualname is not None):
+            # Overrides: on self or cls (a base class's template method calling
+            # its hooks: the subclass's is what runs on its instances), on a
+            # typing.Protocol (its implementations), and where the declared
+            # type has no such method (only subclasses define it), at most
+            # MAX_OVERRIDES of them there. On an object typed by a base class
+            # that defines the method, even abstractly, the implementation is
+            # chosen by configuration (`current_platform`, a model's
+            # processor): following every subclass's would report each one's
+            # work under callers that never run it, so the walk does not.
+            if (
+                t is not None
+                and t in self.classes
+                and (fn is None or fn.class_qualname is not None)
+                and (
+                    on_self
+                    or ((fn is None or self.is_protocol(t)) and len(self.overrides(t, callee[-1])) <= MAX_OVERRIDES)
+                )
+            ):
                 for o in self.overrides(t, callee[-1]):
                     if o is not fn:
                         out.append(o)
