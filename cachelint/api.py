@@ -47,6 +47,7 @@ class Result:
     cache: str = "off"  # off | hit | partial | miss: how the cache served this run
     # how much the hot-root patterns made hot (None: no selected rule needs hot paths)
     hot: HotCoverage | None = None
+    vendored: list[str] = field(default_factory=list)  # vendored directories not analysed
     # the configuration with its presets merged, resolved on first use (a
     # cache hit needs no presets: parsing them is a tenth of a warm run)
     _config: Config | None = field(default=None, repr=False)
@@ -57,6 +58,18 @@ class Result:
         if self._config is None and self._resolve is not None:
             self._config = self._resolve()
         return self._config
+
+
+def _discover(paths: list[str], config: Config, vendored: list[str] | None = None) -> list[SourceFile]:
+    """The files to analyse; the vendored directories skipped go to ``vendored``."""
+    return discover(
+        paths,
+        exclude=config.exclude,
+        respect_gitignore=config.respect_gitignore,
+        vendored=config.vendored_globs(),
+        skipped=vendored,
+        src=config.source_roots(),
+    )
 
 
 def lock_location(paths: list[str], config: Config) -> Path:
@@ -75,12 +88,6 @@ def analyse(
     if progress is not None:
         progress.stage("Analysing")
     return _analysis(indexes, _resolve(config, files), lock_path), files
-
-
-def _discover(paths: list[str], config: Config) -> list[SourceFile]:
-    return discover(
-        paths, exclude=config.exclude, respect_gitignore=config.respect_gitignore, src=config.source_roots()
-    )
 
 
 def _analysis(indexes: list[FileIndex], config: Config, lock_path: Path) -> Analysis:
@@ -116,7 +123,8 @@ def check(
     try:
         config = config or Config()
         rules = select_rules(config.select, config.ignore)
-        files = _discover(paths, config)
+        vendored: list[str] = []
+        files = _discover(paths, config, vendored)
         lock_path = lock_location(paths, config)
         resolved: list[Config] = []
 
@@ -170,6 +178,7 @@ def check(
             cache=how,
             lock_path=str(lock_path),
             hot=HotCoverage(*cov) if cov else None,
+            vendored=vendored,
             _resolve=resolve,
         )
         if unsafe_fixes is None:
@@ -264,6 +273,28 @@ def _within(paths: list[str]):
         return real in files or any(real.startswith(d) for d in dirs)
 
     return inside
+
+
+def call_graph(
+    paths: list[str], config: Config | None = None, *, jobs: int | None = None, external: bool = True
+) -> dict[str, list[str]]:
+    """cachelint's call graph of ``paths`` (``cachelint callgraph``):
+    ``{caller: [callee, ...]}`` of module-qualified names, the format of
+    PyCG's ``callgraph.json``; a module's top-level code is the caller named
+    as the module, a nested function ``outer.<locals>.inner``. With
+    ``external``, callees outside the tree appear by their qualified name
+    (``builtins.len``). Sorted by caller; callees in the order of their
+    first call."""
+    from .semantic.callgraph import call_graph as build
+    from .semantic.program import Program
+
+    config = config or Config()
+    files = _discover(paths, config)
+    try:
+        graph = build(Program(index_files(files, jobs)), external=external)
+    finally:
+        gc.unfreeze()
+    return dict(sorted(graph.items()))
 
 
 def lint_sources(sources: dict[str, str], config: Config | None = None, **kw) -> Result:

@@ -5,6 +5,7 @@
     cachelint hot-paths [PATHS] [--why QUALNAME] [--all]
     cachelint explain CODE | --all
     cachelint rules
+    cachelint callgraph [PATHS] [--output-format json]
     cachelint clean [--cache-dir DIR]
 
 ``cachelint PATHS --fix`` is short for ``cachelint check PATHS --fix``.
@@ -24,7 +25,7 @@ from . import __version__
 
 DEFAULT_CACHE_DIR = ".cachelint_cache"  # cache.DEFAULT_DIR, without importing it here
 
-COMMANDS = ("check", "lock", "hot-paths", "explain", "rules", "version", "clean")
+COMMANDS = ("check", "lock", "hot-paths", "callgraph", "explain", "rules", "version", "clean")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,6 +78,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="text output: show each fix as a diff; with --fix: list what was fixed, per file and rule",
     )
+    c.add_argument(
+        "--min-cost",
+        choices=("high", "low"),
+        default=None,
+        help="CL002 reports catalog entries of at least this cost (default: the min-cost setting, else high)",
+    )
+    c.add_argument(
+        "--include-vendored",
+        action="store_true",
+        default=None,
+        help="analyse vendored directories too (third_party/, vendor/, _vendor/, bundled copies; see `vendored`)",
+    )
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     c.add_argument(
         "--require-hot-paths",
@@ -124,6 +137,18 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
     h.add_argument("--jobs", "-j", type=int, default=None, help="processes for indexing")
 
+    g = sub.add_parser("callgraph", help="print the call graph cachelint builds (each function and its callees)")
+    g.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    g.add_argument(
+        "--output-format",
+        choices=("text", "json"),
+        default="text",
+        help="text (each caller, then its callees indented) or json ({caller: [callee, ...]}, PyCG's callgraph.json)",
+    )
+    g.add_argument("--no-external", action="store_true", help="list only callees defined in the analysed files")
+    g.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
+    g.add_argument("--jobs", "-j", type=int, default=None, help="processes for indexing")
+
     e = sub.add_parser("explain", help="print a rule's documentation")
     e.add_argument("code", nargs="?", help="rule code, e.g. CL003")
     e.add_argument("--all", action="store_true", help="every rule, as the Markdown rule reference")
@@ -161,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             return _clean(args)
         if args.command == "rules":
             return _rules()
+        if args.command == "callgraph":
+            return _callgraph(args)
         if args.command == "version":
             print(f"cachelint {__version__}")
             return 0
@@ -223,6 +250,33 @@ def _rules() -> int:
 
     for r in ALL_RULES:
         print(f"{r.code}  {r.name:<30} fix: {r.fix_availability:<9} {r.summary}")
+    return 0
+
+
+def _callgraph(args) -> int:
+    import json
+
+    from .api import call_graph
+    from .config import ConfigError
+
+    try:
+        graph = call_graph(args.paths, _load_config(args), jobs=args.jobs, external=not args.no_external)
+    except ConfigError as e:
+        print(f"cachelint: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    if args.output_format == "json":
+        sys.stdout.write(json.dumps(graph, indent=2) + "\n")
+        return 0
+    lines = []
+    for caller, callees in graph.items():
+        lines.append(caller)
+        lines.extend(f"    -> {c}" for c in callees)
+    sys.stdout.write("\n".join(lines) + ("\n" if lines else ""))
+    n = sum(len(c) for c in graph.values())
+    print(f"{len(graph)} functions and modules, {n} call edges", file=sys.stderr)
     return 0
 
 
@@ -355,7 +409,13 @@ def _check(args) -> int:
         select = _split(args.select)
         if args.extend_select:
             select = (select or cfg.select) + (_split(args.extend_select) or ())  # `or ()`: for the type checker
-        cfg = cfg.with_overrides(select=select, ignore=_split(args.ignore), preset=args.preset)
+        cfg = cfg.with_overrides(
+            select=select,
+            ignore=_split(args.ignore),
+            preset=args.preset,
+            min_cost=args.min_cost,
+            include_vendored=args.include_vendored,
+        )
         cache_dir = None if args.no_cache or os.environ.get("CACHELINT_NO_CACHE") else _cache_dir(args, cfg, paths)
         fix = args.fix or args.diff
         if args.add_noqa and fix:
@@ -399,6 +459,17 @@ def _check(args) -> int:
     if vacuous and (args.require_hot_paths or not args.quiet):
         print(no_hot_message, file=sys.stderr)
     vacuous = vacuous and args.require_hot_paths
+
+    if result.vendored and not args.quiet:
+        shown = ", ".join(result.vendored[:3]) + (
+            f" and {len(result.vendored) - 3} more" if len(result.vendored) > 3 else ""
+        )
+        n = len(result.vendored)
+        print(
+            f"cachelint: skipped {n} vendored director{'ies' if n != 1 else 'y'} ({shown}); "
+            "--include-vendored analyses them",
+            file=sys.stderr,
+        )
     if result.lock_written and not args.quiet:
         print(f"cachelint: recorded what the rewrites rely on in {result.lock_path}; commit it", file=sys.stderr)
     if args.diff:

@@ -24,6 +24,12 @@ PRESET_DIR = Path(__file__).parent / "presets"
 # decorators whose function runs its body once per arguments (or once per
 # object), not per call; presets add an engine's own, and so can users
 DEFAULT_CACHE_DECORATORS = ("cache", "lru_cache", "cached", "cached_property", "memoize", "cache_method")
+
+# directories holding other projects' code, not analysed by default (and
+# reported once as skipped): fnmatch globs matched against directory names;
+# "{package}_*" matches a package directly inside a top-level package and
+# named after it (vllm/vllm_flash_attn: the project's bundled copy of another)
+DEFAULT_VENDORED = ("third_party", "vendor", "_vendor", "vendored", "_vendored", "{package}_*")
 KINDS = ("per-token", "per-step", "per-layer", "per-request", "per-batch", "once")
 COSTS = ("high", "low")
 
@@ -54,6 +60,8 @@ class Config:
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     respect_gitignore: bool = True
+    vendored: tuple[str, ...] = DEFAULT_VENDORED  # directory globs skipped as vendored code
+    include_vendored: bool = False  # analyse vendored directories too
     preset: str = "auto"  # auto | none | comma-separated names
     hot_roots: tuple[HotRoot, ...] | None = None  # None: from presets
     extend_hot_roots: tuple[HotRoot, ...] = ()
@@ -83,6 +91,10 @@ class Config:
         base = Path(self.source).parent if self.source else Path.cwd()
         return tuple(base / s for s in self.src)
 
+    def vendored_globs(self) -> tuple[str, ...]:
+        """The vendored-directory globs in force (none with ``include-vendored``)."""
+        return () if self.include_vendored else self.vendored
+
 
 _KEYS = {
     "select",
@@ -103,6 +115,9 @@ _KEYS = {
     "src",
     "unsafe-fixes",
     "min-cost",
+    "vendored",
+    "extend-vendored",
+    "include-vendored",
 }
 
 
@@ -198,6 +213,12 @@ def parse_table(t: dict, where: str) -> Config:
         kw["unsafe_fixes"] = bool(t["unsafe-fixes"])
     if "min-cost" in t:
         kw["min_cost"] = _cost(t["min-cost"], where, "`min-cost`")
+    vendored = _str_list(t, "vendored", where) if "vendored" in t else DEFAULT_VENDORED
+    kw["vendored"] = vendored + _str_list(t, "extend-vendored", where)
+    if "include-vendored" in t:
+        if not isinstance(t["include-vendored"], bool):
+            raise ConfigError(f"{where}: `include-vendored` must be true or false")
+        kw["include_vendored"] = t["include-vendored"]
     return Config(**kw)
 
 

@@ -235,3 +235,49 @@ def test_internal_error_exits_2_with_one_line(project, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: planted failure" in err
     assert "Traceback" not in err
+
+
+def test_min_cost_option_overrides_the_configuration(tmp_path):
+    proj = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "attention_builder" / "before", proj)
+    cfg = proj / "pyproject.toml"
+    cfg.write_text(cfg.read_text().replace('min-cost = "low"\n', ""))
+
+    def lines(*extra: str) -> set:
+        proc = run_cli("check", ".", "--output-format", "json", "--no-cache", *extra, cwd=proj)
+        return {(f["path"], f["line"]) for f in json.loads(proc.stdout) if f["code"] == "CL002"}
+
+    high, low = lines(), lines("--min-cost", "low")
+    assert high < low  # the low-cost process-group lookup only with --min-cost low
+    cfg.write_text(cfg.read_text().replace('preset = "python"\n', 'preset = "python"\nmin-cost = "low"\n'))
+    assert lines() == low and lines("--min-cost", "high") == high
+    assert run_cli("check", ".", "--min-cost", "medium", cwd=proj).returncode == 2
+
+
+def test_vendored_directories_are_skipped_and_reported_once(tmp_path):
+    proj = tmp_path / "proj"
+    for d in ("pkg", "pkg/third_party/lib", "pkg/pkg_flash_attn", "pkg/sub/pkg_helpers"):
+        (proj / d).mkdir(parents=True)
+        (proj / d / "__init__.py").write_text("")
+    bad = "def f(:\n"  # CL000 wherever it is analysed
+    for d in ("pkg/third_party/lib", "pkg/pkg_flash_attn", "pkg/sub/pkg_helpers"):
+        (proj / d / "m.py").write_text(bad)
+
+    def paths(*extra: str) -> tuple[set, str]:
+        proc = run_cli("check", ".", "--output-format", "json", "--no-cache", *extra, cwd=proj)
+        return {Path(f["path"]).parent.as_posix() for f in json.loads(proc.stdout)}, proc.stderr
+
+    found, err = paths()
+    # a bundled copy is named after the top-level package; a deeper namesake is the project's own code
+    assert found == {"pkg/sub/pkg_helpers"}
+    assert err.count("skipped 2 vendored directories") == 1
+    assert "pkg/third_party" in err and "pkg/pkg_flash_attn" in err
+    found, err = paths("--include-vendored")
+    assert found == {"pkg/third_party/lib", "pkg/pkg_flash_attn", "pkg/sub/pkg_helpers"} and "vendored" not in err
+    (proj / "pyproject.toml").write_text('[tool.cachelint]\nvendored = ["sub"]\n')
+    found, err = paths()
+    assert found == {"pkg/third_party/lib", "pkg/pkg_flash_attn"} and "skipped 1 vendored directory (pkg/sub)" in err
+    (proj / "pyproject.toml").write_text("[tool.cachelint]\ninclude-vendored = true\n")
+    assert paths()[0] == {"pkg/third_party/lib", "pkg/pkg_flash_attn", "pkg/sub/pkg_helpers"}
+    (proj / "pyproject.toml").write_text('[tool.cachelint]\ninclude-vendored = "yes"\n')
+    assert run_cli("check", ".", cwd=proj).returncode == 2

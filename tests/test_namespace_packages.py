@@ -175,21 +175,22 @@ def test_src_roots_name_pure_namespace_packages(tmp_path):
 
 
 def test_a_namespace_directory_put_on_sys_path_is_imported_by_bare_names(tmp_path):
-    # as vLLM's third_party/fmha_sm100/cute/: no __init__.py, its modules
-    # imported as top-level names once the directory is on sys.path
+    # as vLLM's third_party/fmha_sm100/cute/ (under a directory that is not
+    # vendored here): no __init__.py, its modules imported as top-level names
+    # once the directory is on sys.path
     _write(
         tmp_path,
         {
             "pyproject.toml": '[tool.cachelint]\npreset = "python"\nhot-roots = ["*.Impl.forward"]\n',
             "eng/__init__.py": "",
-            "eng/third_party/__init__.py": "",
-            "eng/third_party/kern/cute/interface.py": (
+            "eng/kernels/__init__.py": "",
+            "eng/kernels/kern/cute/interface.py": (
                 "import inspect\n\n\ndef kernel(x):\n    return x\n\n\n"
                 "def attn(x):\n    return inspect.signature(kernel), x\n"
             ),
-            "eng/third_party/kern/__init__.py": "import sys\nsys.path.insert(0, 'cute')\nfrom interface import attn\n",
-            "eng/impl.py": "from eng.third_party.kern import attn\n\n\nclass Impl:\n    def forward(self, x):\n        return attn(x)\n",
+            "eng/kernels/kern/__init__.py": "import sys\nsys.path.insert(0, 'cute')\nfrom interface import attn\n",
+            "eng/impl.py": "from eng.kernels.kern import attn\n\n\nclass Impl:\n    def forward(self, x):\n        return attn(x)\n",
         },
     )
     got = _findings(tmp_path)
-    assert [(f["code"], f["function"]) for f in got] == [("CL002", "eng.third_party.kern.cute.interface.attn")]
+    assert [(f["code"], f["function"]) for f in got] == [("CL002", "eng.kernels.kern.cute.interface.attn")]

@@ -278,12 +278,31 @@ def discover(
     exclude: tuple[str, ...] = (),
     respect_gitignore: bool = True,
     src: tuple[str | Path, ...] | list[Path] = (),
+    vendored: tuple[str, ...] = (),
+    skipped: list[str] | None = None,
 ) -> list[SourceFile]:
     """Every ``.py``/``.pyi``-less Python source under ``paths``, sorted, unique.
 
     ``src``: configured source roots (absolute, or relative to the current
-    directory); ``src/`` directories are added (see :func:`auto_source_roots`)."""
+    directory); ``src/`` directories are added (see :func:`auto_source_roots`).
+    ``vendored``: globs of directory names holding other projects' code
+    (``third_party``; ``{package}_*``: a package directly inside a top-level
+    package and named after it, as ``vllm/vllm_flash_attn``); such
+    directories are not entered, and ``skipped`` receives their paths."""
     excl = tuple(DEFAULT_EXCLUDE) + tuple(exclude)
+    vendor_rx = re.compile("|".join(fnmatch.translate(v) for v in vendored if "{package}" not in v) or "(?!)")
+    prefixed = [v.replace("{package}", "\0") for v in vendored if "{package}" in v]
+
+    def is_vendored(p: Path) -> bool:
+        name = p.name
+        if vendor_rx.match(name):
+            return True
+        if prefixed and (p / "__init__.py").exists():
+            parent = p.parent
+            if (parent / "__init__.py").exists() and not (parent.parent / "__init__.py").exists():
+                return any(fnmatch.fnmatchcase(name, v.replace("\0", parent.name)) for v in prefixed)
+        return False
+
     seen: set[Path] = set()
     out: list[SourceFile] = []
 
@@ -320,7 +339,7 @@ def discover(
                         gi = GitIgnore.load(anc)
                         if gi:
                             stack_ignores.append(gi)
-        _walk(root, stack_ignores, respect_gitignore, excluded, add, set())
+        _walk(root, stack_ignores, respect_gitignore, excluded, add, set(), is_vendored if vendored else None, skipped)
     out.sort(key=lambda f: f.path)
     return _unique_modules(out)
 
@@ -353,7 +372,7 @@ def _is_ignored(path: Path, is_dir: bool, ignores: list[GitIgnore]) -> bool:
     return result
 
 
-def _walk(directory, ignores, respect_gitignore, excluded, add, visiting: set) -> None:
+def _walk(directory, ignores, respect_gitignore, excluded, add, visiting: set, vendored=None, skipped=None) -> None:
     try:
         real = directory.resolve()
     except (OSError, RuntimeError):
@@ -388,6 +407,10 @@ def _walk(directory, ignores, respect_gitignore, excluded, add, visiting: set) -
         if respect_gitignore and ignores and _is_ignored(rp, is_dir, ignores):
             continue
         if is_dir:
-            _walk(p, ignores, respect_gitignore, excluded, add, visiting)
+            if vendored is not None and vendored(p):
+                if skipped is not None:
+                    skipped.append(_display(p))
+                continue
+            _walk(p, ignores, respect_gitignore, excluded, add, visiting, vendored, skipped)
         elif is_file and entry.name.endswith(".py"):
             add(p, rp)

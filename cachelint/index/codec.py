@@ -36,8 +36,9 @@ _FN = _names(FunctionInfo)
 
 
 # every field but the calls (read from __dict__ by _enc_fn, as loaded)
-_get_fn = attrgetter(*(n if n != "calls" else "qualname" for n in _FN))
+_get_fn = attrgetter(*(n if n not in ("calls", "implicit_calls") else "qualname" for n in _FN))
 _FN_PARAMS, _FN_ASSIGNS, _FN_CALLS = _FN.index("params"), _FN.index("assigns"), _FN.index("calls")
+_FN_IMPLICIT = _FN.index("implicit_calls")
 
 
 _FI = _names(FileIndex)
@@ -47,6 +48,7 @@ _FI = _names(FileIndex)
 _get_fi = attrgetter(*(n if n != "scans" else "path" for n in _FI))
 _FI_CLASSES, _FI_FUNCTIONS = _FI.index("classes"), _FI.index("functions")
 _FI_CALLS, _FI_ASSIGNS = _FI.index("module_calls"), _FI.index("module_assigns")
+_FI_IMPLICIT = _FI.index("module_implicit_calls")
 
 
 _FI_SCANS = _FI.index("scans")
@@ -60,6 +62,8 @@ def _enc_fn(f: FunctionInfo) -> list:
     # marshalled apart: loading an index leaves them as bytes until they are
     # read (records._Packed)
     t[_FN_CALLS] = calls if type(calls) is bytes else marshal.dumps([_get_call(c) for c in calls])
+    implicit = f.__dict__["implicit_calls"]
+    t[_FN_IMPLICIT] = implicit if type(implicit) is bytes else marshal.dumps([_get_call(c) for c in implicit])
     return t
 
 
@@ -69,6 +73,7 @@ def encode_index(fi: FileIndex) -> list:
     t[_FI_FUNCTIONS] = [_enc_fn(f) for f in fi.functions]
     t[_FI_CALLS] = [_get_call(c) for c in fi.module_calls]
     t[_FI_ASSIGNS] = [_get_assign(a) for a in fi.module_assigns]
+    t[_FI_IMPLICIT] = [_get_call(c) for c in fi.module_implicit_calls]
     scans = fi.__dict__["scans"]  # as loaded, if it was (see records._Packed)
     # marshalled apart, like the calls: loaded as one bytes object per file,
     # unpacked on first read (records._Packed)
@@ -82,6 +87,9 @@ def _dec_fn(t: list) -> FunctionInfo:
     calls = t[_FN_CALLS]
     if type(calls) is not bytes:  # a list of tuples
         t[_FN_CALLS] = [CallSite(*c) for c in calls]
+    implicit = t[_FN_IMPLICIT]
+    if type(implicit) is not bytes:
+        t[_FN_IMPLICIT] = [CallSite(*c) for c in implicit]
     return FunctionInfo(*t)
 
 
@@ -100,4 +108,5 @@ def decode_index(t: list, unpack_scans: bool = False) -> FileIndex:
     t[_FI_FUNCTIONS] = [_dec_fn(list(f)) for f in t[_FI_FUNCTIONS]]
     t[_FI_CALLS] = [CallSite(*c) for c in t[_FI_CALLS]]
     t[_FI_ASSIGNS] = [Assign(*a) for a in t[_FI_ASSIGNS]]
+    t[_FI_IMPLICIT] = [CallSite(*c) for c in t[_FI_IMPLICIT]]
     return FileIndex(*t)

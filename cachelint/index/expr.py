@@ -4,6 +4,9 @@
     ("call", func, args, kwargs)       ("const", value)
     ("sub", base, index)               ("tuple", elts)
     ("not", e)  ("and", es)  ("or", es)  ("cmp", ops, left, rights)
+    ("dict", keys, values)             ("list", elts)   (literals of at most 64 items;
+                                        a ``**`` key is UNKNOWN)
+    ("def", qualname)                   a lambda (indexed as a function)
     ("?",)                              anything else
 
 Tuples, not classes: millions of them are built per run and marshalled into the
@@ -102,6 +105,9 @@ _Subscript, _Tuple, _UnaryOp, _Not, _BoolOp, _And = ast.Subscript, ast.Tuple, as
 _Compare, _BinOp, _BitOr = ast.Compare, ast.BinOp, ast.BitOr
 
 
+_Dict, _List, _Lambda = ast.Dict, ast.List, ast.Lambda
+
+
 _CONST_TYPES = (str, int, float, bool, bytes)
 
 
@@ -148,4 +154,54 @@ def conv(node: Any, depth: int = 0) -> Expr:
         return ("cmp", ops, conv(node.left, d), tuple([conv(c, d) for c in node.comparators]))
     if t is _BinOp and type(node.op) is _BitOr:  # X | None annotations
         return ("or", (conv(node.left, d), conv(node.right, d)))
+    if t is _Dict:
+        if len(node.keys) > LITERAL_ITEMS:
+            return UNKNOWN
+        return (
+            "dict",
+            tuple([UNKNOWN if k is None else conv(k, d) for k in node.keys]),
+            tuple([conv(v, d) for v in node.values]),
+        )
+    if t is _List:
+        if len(node.elts) > LITERAL_ITEMS:
+            return UNKNOWN
+        return ("list", tuple([UNKNOWN if type(x) is _Starred else conv(x, d) for x in node.elts]))
+    if t is _Lambda:
+        qn = LAMBDAS.name(node)
+        return ("def", qn) if qn is not None else UNKNOWN
     return UNKNOWN
+
+
+# container literals larger than this are not kept (a registry's values are
+# resolved through the literal; a table of data is not worth storing)
+LITERAL_ITEMS = 64
+
+
+class _LambdaNames:
+    """Names of the lambdas of the file being indexed, given on first sight
+    (by :func:`conv` or the indexer), ``<lambda1>``, ``<lambda2>``... in the
+    scope that holds them, in source order as PyCG numbers them:
+    ``mod.<lambda1>``, ``mod.f.<locals>.<lambda1>``. The indexer sets the
+    scope; outside indexing (``scope`` None) a lambda stays UNKNOWN."""
+
+    def __init__(self) -> None:
+        self.names: dict = {}  # id(node) -> qualname (the nodes live while their tree does)
+        self.counts: dict = {}
+        self.scope: str | None = None
+
+    def reset(self) -> None:
+        self.names = {}
+        self.counts = {}
+        self.scope = None
+
+    def name(self, node: ast.Lambda) -> str | None:
+        qn = self.names.get(id(node))
+        if qn is None and self.scope is not None:
+            n = self.counts.get(self.scope, 0) + 1
+            self.counts[self.scope] = n
+            qn = f"{self.scope}.<lambda{n}>" if self.scope else f"<lambda{n}>"
+            self.names[id(node)] = qn
+        return qn
+
+
+LAMBDAS = _LambdaNames()

@@ -79,6 +79,11 @@ class FunctionInfo:
     global_names: tuple = ()
     returns_annotation: Expr | None = None
     under_type_checking: bool = False
+    # calls the syntax makes without a call expression, as CallSites whose
+    # ``func`` is ``receiver.__dunder__``: ``x[i]`` (``__getitem__``), ``a in
+    # x`` (``__contains__``), ``for a in x`` (``__iter__``, ``__next__``),
+    # ``with x`` (``__enter__``, ``__exit__``); only the call graph reads them
+    implicit_calls: list[CallSite] = field(default_factory=list)
 
     @property
     def self_name(self) -> str | None:
@@ -122,6 +127,7 @@ def _call_sites(rows: list) -> list[CallSite]:
 
 
 FunctionInfo.calls = _Packed("calls", _call_sites)  # type: ignore[assignment]  # after @dataclass: it keeps the field
+FunctionInfo.implicit_calls = _Packed("implicit_calls", _call_sites)  # type: ignore[assignment]
 
 
 @dataclass
@@ -156,6 +162,7 @@ class FileIndex:
     functions: list = field(default_factory=list)
     module_calls: list = field(default_factory=list)  # calls at module level
     module_assigns: list = field(default_factory=list)
+    module_implicit_calls: list = field(default_factory=list)  # see FunctionInfo.implicit_calls
     suppressions: dict = field(default_factory=dict)  # line -> frozenset(codes) | None (all)
     all_names: tuple | None = None  # __all__ if literal
     n_lines: int = 0

@@ -28,11 +28,13 @@ offsets, the unit LibCST and editors use.
 from __future__ import annotations
 
 import ast
+import marshal
 import warnings
 from typing import Any
 
 from ..files import decode_source, read_bytes, source_digest, split_lines
 from .expr import (
+    LAMBDAS,
     UNKNOWN,
     Expr,
     Guard,
@@ -94,6 +96,9 @@ _Await, _FormattedValue, _List, _Set, _JoinedStr = ast.Await, ast.FormattedValue
 
 
 _Lambda, _IfExp, _NamedExpr, _DictComp = ast.Lambda, ast.IfExp, ast.NamedExpr, ast.DictComp
+
+
+_Load, _In, _NotIn = ast.Load, ast.In, ast.NotIn
 
 
 _COMPS = frozenset({ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
@@ -158,6 +163,31 @@ class _Indexer:
         self.fi = fi
         self.cols = cols
         self.watch = watch
+        # where decorator applications go: the module's implicit calls, or
+        # those of the function whose body holds the definition
+        self.deco_sink: list = fi.module_implicit_calls
+        self.lambdas_done: set = set()
+
+    def decorations(self, node, qn: str, calls: bool = True) -> None:
+        """``@d def f`` calls ``d(f)`` where the definition runs: recorded
+        as implicit calls, innermost decorator first, each applied to the
+        previous one's result (``("def", qn)`` is the undecorated object);
+        with ``calls``, a decorator written as a call (``@d(x)``) records that
+        call too."""
+        value: Expr = ("def", qn)
+        for d in reversed(node.decorator_list):
+            dx = conv(d, 1)
+            if dx[0] == "?":
+                return
+            line, col = d.lineno, self.cols.col(d.lineno, d.col_offset)
+            end_line = d.end_lineno or line
+            end_col = self.cols.col(end_line, d.end_col_offset or 0)
+            if calls and dx[0] == "call":  # @factory(...): the factory is called first
+                self.deco_sink.append(
+                    (dx[1], dx[2], dx[3], line, col, end_line, end_col, (), False, node.lineno, None, False)
+                )
+            self.deco_sink.append((dx, (value,), (), line, col, end_line, end_col, (), False, node.lineno, None, False))
+            value = ("call", dx, (value,), ())
 
     # ----- module level -------------------------------------------------
     def module(self, tree: ast.Module) -> None:
@@ -175,10 +205,12 @@ class _Indexer:
             qn = f"{fi.module}.{stmt.name}" if fi.module else stmt.name
             fi.defs[stmt.name] = qn
             self._function(stmt, qn, None, None, type_checking)
+            self.decorations(stmt, qn)
         elif t is ast.ClassDef:
             qn = f"{fi.module}.{stmt.name}" if fi.module else stmt.name
             fi.defs[stmt.name] = qn
             self._class(stmt, qn, None, type_checking)
+            self.decorations(stmt, qn)
         elif t is ast.If:
             tc = type_checking or _is_type_checking(stmt.test)
             g = guard + ((conv(stmt.test), True),)
@@ -212,6 +244,7 @@ class _Indexer:
             fn.stmt(stmt, guard, False)
             fi.module_calls.extend(fn.calls)
             fi.module_assigns.extend(fn.assigns)
+            fi.module_implicit_calls.extend(fn.implicit)
 
     def _all(self, value: ast.AST) -> None:
         if isinstance(value, (ast.List, ast.Tuple)):
@@ -254,7 +287,11 @@ class _Indexer:
             parent_function=parent_fn,
         )
         fi.classes.append(ci)
-        self._class_body(node.body, ci, type_checking)
+        outer_scope, LAMBDAS.scope = LAMBDAS.scope, qn
+        try:
+            self._class_body(node.body, ci, type_checking)
+        finally:
+            LAMBDAS.scope = outer_scope
         return ci
 
     def _class_body(self, body, ci: ClassInfo, type_checking: bool) -> None:
@@ -265,8 +302,10 @@ class _Indexer:
                 mqn = f"{qn}.{stmt.name}"
                 ci.methods[stmt.name] = mqn
                 self._function(stmt, mqn, qn, None, type_checking)
+                self.decorations(stmt, mqn)
             elif t is ast.ClassDef:
                 self._class(stmt, f"{qn}.{stmt.name}", None, type_checking)
+                self.decorations(stmt, f"{qn}.{stmt.name}")
             elif t is ast.AnnAssign and isinstance(stmt.target, ast.Name):
                 ci.fields[stmt.target.id] = conv(stmt.annotation)
                 if stmt.value is not None:
@@ -299,7 +338,7 @@ class _Indexer:
             params.append(Param(a.kwarg.arg, None, None, "kwarg"))
         f = FunctionInfo(
             qualname=qn,
-            name=node.name,
+            name=node.name if type(node) is not _Lambda else qn.rpartition(".")[2],
             module=fi.module,
             path=fi.path,
             class_qualname=class_qn,
@@ -308,16 +347,24 @@ class _Indexer:
             end_line=getattr(node, "end_lineno", node.lineno) or node.lineno,
             column=self.cols.col(node.lineno, node.col_offset),
             params=params,
-            decorators=[conv(d) for d in node.decorator_list],
+            decorators=[conv(d) for d in getattr(node, "decorator_list", ())],
             is_async=isinstance(node, ast.AsyncFunctionDef),
-            returns_annotation=conv(node.returns) if node.returns else None,
+            returns_annotation=conv(node.returns) if getattr(node, "returns", None) else None,
             under_type_checking=type_checking,
         )
         fi.functions.append(f)
         body = _FunctionBodyIndexer(self, f)
-        body.block(node.body, (), False)
+        outer_scope, LAMBDAS.scope = LAMBDAS.scope, f"{qn}.<locals>"
+        try:
+            if type(node) is _Lambda:
+                body.returns.append(body.expr(node.body, (), False, node.lineno) or conv(node.body))
+            else:
+                body.block(node.body, (), False)
+        finally:
+            LAMBDAS.scope = outer_scope
         f.assigns = body.assigns
         f.calls = body.calls
+        f.implicit_calls = marshal.dumps(body.implicit) if body.implicit else []  # type: ignore[assignment]  # unpacked on first read
         f.returns = body.returns
         f.global_names = tuple(body.global_names)
         return f
@@ -334,6 +381,7 @@ class _FunctionBodyIndexer:
         self.f = f
         self.assigns: list[Assign] = []
         self.calls: list[CallSite] = []
+        self.implicit: list[tuple] = []  # CallSite fields, see _implicit
         self.returns: list[Expr] = []
         self.global_names: list[str] = []
         self.handler_depth = 0
@@ -349,6 +397,38 @@ class _FunctionBodyIndexer:
             return (line, node.col_offset, end_line, end_col or 0)
         c = self.ix.cols
         return (line, c.col(line, node.col_offset), end_line, c.col(end_line, end_col or 0))
+
+    def _lambda(self, node) -> None:
+        """Index a lambda as a function (named by LAMBDAS), once."""
+        qn = LAMBDAS.name(node)
+        done = self.ix.lambdas_done
+        if qn is None or qn in done:
+            return
+        done.add(qn)
+        f = self.f
+        self.ix._function(node, qn, None, f.qualname if f is not None else None, f.under_type_checking if f else False)
+
+    def _implicit(self, node, receiver: Expr, dunder: str, args: tuple, guard: Guard, in_loop: bool, stmt_line: int):
+        """Record ``receiver.dunder(*args)``, a call the syntax makes (see FunctionInfo.implicit_calls)."""
+        line, col, end_line, end_col = self._pos(node)
+        # CallSite's fields as a plain tuple: marshalled at the end of the
+        # function (FunctionInfo.implicit_calls is unpacked on first read)
+        self.implicit.append(
+            (
+                ("attr", receiver, dunder),
+                args,
+                (),
+                line,
+                col,
+                end_line,
+                end_col,
+                guard,
+                in_loop,
+                stmt_line,
+                None,
+                self.handler_depth > 0,
+            )
+        )
 
     def block(self, body: list, guard: Guard, in_loop: bool) -> None:
         g = guard
@@ -368,10 +448,16 @@ class _FunctionBodyIndexer:
             return
         qn = f"{f.qualname}.<locals>.{stmt.name}"
         f.nested[stmt.name] = qn
-        if isinstance(stmt, ast.ClassDef):
-            self.ix._class(stmt, qn, f.qualname, f.under_type_checking)
-        else:
-            self.ix._function(stmt, qn, None, f.qualname, f.under_type_checking)
+        ix = self.ix
+        outer_sink, ix.deco_sink = ix.deco_sink, self.implicit
+        try:
+            if isinstance(stmt, ast.ClassDef):
+                ix._class(stmt, qn, f.qualname, f.under_type_checking)
+            else:
+                ix._function(stmt, qn, None, f.qualname, f.under_type_checking)
+            ix.decorations(stmt, qn, calls=False)  # the statement recorded the decorators' calls
+        finally:
+            ix.deco_sink = outer_sink
         self.assigns.append(
             Assign(("name", stmt.name), ("def", qn), stmt.lineno, 0, stmt.lineno, 0, guard, False, "def")
         )
@@ -402,6 +488,19 @@ class _FunctionBodyIndexer:
             return
         if t in (ast.For, ast.AsyncFor):
             self.expr(stmt.iter, guard, in_loop, stmt.lineno)
+            it = conv(stmt.iter, 1)
+            if it[0] != "?":
+                aiter = t is ast.AsyncFor
+                self._implicit(stmt.iter, it, "__aiter__" if aiter else "__iter__", (), guard, in_loop, stmt.lineno)
+                self._implicit(
+                    stmt.iter,
+                    ("call", ("attr", it, "__aiter__" if aiter else "__iter__"), (), ()),
+                    "__anext__" if aiter else "__next__",
+                    (),
+                    guard,
+                    True,
+                    stmt.lineno,
+                )
             self._bind(stmt.target, UNKNOWN, stmt, guard, True, "for")
             self.block(stmt.body, guard, True)
             self.block(stmt.orelse, guard, in_loop)
@@ -409,6 +508,22 @@ class _FunctionBodyIndexer:
         if t in (ast.With, ast.AsyncWith):
             for item in stmt.items:
                 self.expr(item.context_expr, guard, in_loop, stmt.lineno)
+                cm = conv(item.context_expr, 1)
+                if cm[0] != "?":
+                    a = t is ast.AsyncWith
+                    self._implicit(
+                        item.context_expr, cm, "__aenter__" if a else "__enter__", (), guard, in_loop, stmt.lineno
+                    )
+                    none = ("const", None)
+                    self._implicit(
+                        item.context_expr,
+                        cm,
+                        "__aexit__" if a else "__exit__",
+                        (none, none, none),
+                        guard,
+                        in_loop,
+                        stmt.lineno,
+                    )
                 if item.optional_vars is not None:
                     self._bind(item.optional_vars, UNKNOWN, stmt, guard, in_loop, "with")
             self.block(stmt.body, guard, in_loop)
@@ -561,7 +676,14 @@ class _FunctionBodyIndexer:
                 continue
             if t is _Subscript:
                 v = n.value
-                if type(v) not in leaves:
+                tv = type(v)
+                if (tv is _Name or tv is _Attribute) and type(n.ctx) is _Load:
+                    # the key only when it is a name or a constant: the commonest
+                    # subscripts, tensor slices, would cost the index more than they tell
+                    ts = type(n.slice)
+                    key = conv(n.slice, 1) if ts is _Name or ts is ast.Constant else UNKNOWN
+                    self._implicit(n, conv(v, 1), "__getitem__", (key,), g, loop, stmt_line)
+                if tv not in leaves:
                     push((v, g, loop, None))
                 v = n.slice
                 if type(v) not in leaves:
@@ -581,6 +703,10 @@ class _FunctionBodyIndexer:
                         push((v, g, loop, None))
                 continue
             if t is _Compare:
+                for op, c in zip(n.ops, n.comparators):
+                    to = type(op)
+                    if (to is _In or to is _NotIn) and type(c) in (_Name, _Attribute):
+                        self._implicit(n, conv(c, 1), "__contains__", (conv(n.left, 1),), g, loop, stmt_line)
                 v = n.left
                 if type(v) not in leaves:
                     push((v, g, loop, None))
@@ -589,6 +715,7 @@ class _FunctionBodyIndexer:
                         push((v, g, loop, None))
                 continue
             if t is _Lambda:
+                self._lambda(n)
                 continue
             if t is _IfExp:
                 test = conv(n.test)
@@ -658,11 +785,16 @@ def index_source(source: str, path: str, module: str, is_package: bool, watch: f
         return fi
     fi.suppressions = parse_suppressions(source)
     ix = _Indexer(fi, _ColumnMap(source), watch)
+    LAMBDAS.reset()
+    LAMBDAS.scope = module
     try:
         ix.module(tree)
     except RecursionError:
         fi.error = ("RecursionError: expression nesting too deep to analyse", 1, 0)
         return fi
+    finally:
+        LAMBDAS.reset()
+    fi.module_implicit_calls = [CallSite(*t) for t in fi.module_implicit_calls]
     for f in fi.functions:
         f.calls.sort(key=lambda c: (c.line, c.column))  # building, not reading
     fi.module_calls.sort(key=lambda c: (c.line, c.column))

@@ -19,16 +19,17 @@ guard (lazy init, memo dicts: see :mod:`cachelint.semantic.idioms`) and calls in
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from ..config import HotRoot
 from ..globs import GlobSet
-from ..index.expr import dotted
+from ..index.expr import UNKNOWN, _last_name, dotted
 from ..index.records import CallSite, FunctionInfo
 from ..model import HotCoverage
 from .idioms import fills_once
 from .program import Program
+from .values import GlobalRoot, ParamRoot
 
 
 @dataclass
@@ -74,29 +75,172 @@ class HotPaths:
         out = []
         for caller, i in self.caller_calls.get(qualname, ())[:limit]:
             f = functions[caller]
-            out.append((f, f.calls[i]))
+            out.append((f, call_site(f, i)))
         return out
 
 
 def resolve_call(program: Program, f: FunctionInfo, call: CallSite) -> FunctionInfo | None:
-    callee = program.call_callee(f, call)
-    if callee is None:
-        return None
-    return program.callee_function(callee)
+    """The function ``call`` dispatches to, when cachelint knows it (one)."""
+    return program.call_function(f, call)
 
 
 def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
-    """(call index, callee qualname) of each call of ``f`` that is an edge."""
+    """(call index, callee qualname) of each call of ``f`` that is an edge.
+
+    A call may have several: the function it dispatches to and the
+    overrides it may reach (see :meth:`Program.call_targets`). The calls the
+    syntax makes (``x[i]``, ``for``, ``with``, ``in``) are numbered after
+    ``f.calls``: index ``len(f.calls) + j`` is ``f.implicit_calls[j]``; see
+    :func:`call_site` for negative numbers.
+    A lambda is not a target: the functions its body calls are."""
     out: list = []
     if f.under_type_checking:
         return out
-    for i, call in enumerate(f.calls):
-        if call.in_handler or (call.guard and fills_once(f, call)):
+    n = len(f.calls)
+    for i, call in enumerate(f.calls + f.implicit_calls):
+        if call.in_handler or (i < n and call.guard and fills_once(f, call)):
             continue  # an error path; or lazy init / memo dict: once per slot, not per call
-        target = resolve_call(program, f, call)
-        if target is None or program.is_cached(target):
-            continue  # @cache / @lru_cache: its body runs once per arguments, not per call
-        out.append((i, target.qualname))
+        direct = program.call_targets(f, call)
+        for target in _through_lambdas(program, direct, 0):
+            if program.is_cached(target):
+                continue  # @cache / @lru_cache: its body runs once per arguments, not per call
+            # a call whose arguments are not the target's (map(f, xs), partial, through a lambda)
+            # is numbered -1 - i: call_site() then hides its arguments
+            matched = target in direct and program.passes_arguments(call, target)
+            out.append((i if matched else -1 - i, target.qualname))
+    return out
+
+
+def is_lambda(f: FunctionInfo) -> bool:
+    return f.name.startswith("<lambda")
+
+
+def _through_lambdas(program: Program, targets: list[FunctionInfo], depth: int) -> list[FunctionInfo]:
+    """``targets`` with each lambda replaced by what its body calls: a lambda
+    is never a hot function itself (its body is an expression that no
+    rewrite could hoist from), but what it calls runs where it is called."""
+    if not any(is_lambda(t) for t in targets):
+        return targets
+    out: list[FunctionInfo] = []
+    for t in targets:
+        if not is_lambda(t):
+            out.append(t)
+        elif depth < 3:
+            for call in t.calls + t.implicit_calls:
+                if not call.in_handler:
+                    out.extend(_through_lambdas(program, program.call_targets(t, call), depth + 1))
+    return out
+
+
+def call_site(f: FunctionInfo, i: int) -> CallSite:
+    """The call numbered ``i`` by :func:`edges_of`; for a negative number, the
+    call ``-1 - i`` with its arguments hidden (``**`` of an unknown value):
+    they are not the callee's, and no reader may take them as its parameters."""
+    n = len(f.calls)
+    if i < 0:
+        c = call_site(f, -1 - i)
+        return replace(c, args=(), kwargs=((None, UNKNOWN),))
+    return f.calls[i] if i < n else f.implicit_calls[i - n]
+
+
+def call_graph(program: Program, external: bool = True) -> dict[str, list[str]]:
+    """Every function's (and every module's top-level code's) callees, as
+    ``{caller: [callee, ...]}`` of qualified names; nested functions are
+    named ``outer.<locals>.inner``, a module's code by the module's name.
+    Every call counts here, error paths and lazy fills included. With
+    ``external``, calls of names outside the tree (``builtins.len``,
+    ``os.path.join``) are listed by their qualified name.
+
+    Unlike the hot-path walk, the export follows functions passed as
+    arguments: a call of a parameter (``def run(fn): fn()``) reaches what
+    the resolved calls of ``run`` pass for it, rounds until nothing new."""
+    out: dict[str, dict[str, None]] = {}
+    callers: list[FunctionInfo] = []
+    for fi in program.indexes:
+        if fi.error is not None or not fi.module:
+            continue
+        mf = program.module_function(fi.module)
+        if mf is not None and fi.module not in out:
+            callers.append(mf)
+            out[fi.module] = {}
+    for qn in program.functions:
+        if qn not in out:
+            callers.append(program.functions[qn])
+            out[qn] = {}
+    passed: dict[tuple[str, str], list] = {}  # (function, parameter) -> [(caller, argument expr)]
+    param_calls: list = []  # (caller, ParamRoot) of calls of a parameter
+    bound: set = set()
+    for f in callers:
+        targets = out[f.qualname]
+        n = len(f.calls)
+        for i, call in enumerate(f.calls + f.implicit_calls):
+            found = program.call_targets(f, call)
+            for t in found:
+                targets[t.qualname] = None
+                if program.passes_arguments(call, t):
+                    _pass_arguments(program, f, call, t, passed, bound)
+            callee = program.call_callee(f, call)
+            if not found and callee is not None and len(callee) == 1 and isinstance(callee[0], ParamRoot):
+                param_calls.append((f, callee[0]))
+            elif external and i < n:
+                name = program.external_name(callee)
+                if name is not None:
+                    targets[name] = None
+    for _ in range(6):  # what a parameter receives can be another function's parameter
+        grew = False
+        for f, root in param_calls:
+            for g in _received(program, root, passed, 0):
+                if g.qualname not in out[f.qualname]:
+                    out[f.qualname][g.qualname] = None
+                    grew = True
+        if not grew:
+            break
+    return {k: list(v) for k, v in out.items()}
+
+
+def _pass_arguments(
+    program: Program, f: FunctionInfo, call: CallSite, g: FunctionInfo, passed: dict, seen: set
+) -> None:
+    """Record which expression ``call`` passes for each parameter of ``g``."""
+    key = (id(call), g.qualname)
+    if key in seen:
+        return
+    seen.add(key)
+    params = g.params
+    offset = 0
+    if g.class_qualname is not None and params and not any(_last_name(d) == "staticmethod" for d in g.decorators):
+        callee = program.call_callee(f, call)
+        unbound = (
+            callee is not None
+            and len(callee) == 2
+            and isinstance(callee[0], GlobalRoot)
+            and callee[0].qualname in program.classes
+            and not any(_last_name(d) == "classmethod" for d in g.decorators)
+        )
+        offset = 0 if unbound else 1
+    positional = [p for p in params if p.kind == "pos"]
+    for j, a in enumerate(call.args):
+        if j + offset < len(positional) and a[0] != "?":
+            passed.setdefault((g.qualname, positional[j + offset].name), []).append((f, a))
+    for name, a in call.kwargs:
+        if name is not None:
+            passed.setdefault((g.qualname, name), []).append((f, a))
+
+
+def _received(program: Program, root: ParamRoot, passed: dict, depth: int) -> list[FunctionInfo]:
+    out: list[FunctionInfo] = []
+    if depth > 4:
+        return out
+    for caller, e in passed.get((root.function, root.name), ()):
+        v = program.canon(e, program.context(caller))
+        if v is None:
+            continue
+        if len(v) == 1 and isinstance(v[0], ParamRoot):
+            out.extend(_received(program, v[0], passed, depth + 1))
+            continue
+        fn = program.callee_function(v)
+        if fn is not None:
+            out.append(fn)
     return out
 
 

@@ -1,0 +1,556 @@
+"""The call graph: what each call may run, as the hot-path walk and ``cachelint callgraph`` see it.
+
+One small program per capability; each asserts edges that the call graph
+lacked before the capability existed (and, where it matters for a linter, an
+edge that must not appear).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from cachelint.api import call_graph as api_call_graph
+from cachelint.cli import main
+from cachelint.config import HotRoot
+from cachelint.index.walk import index_source
+from cachelint.semantic.callgraph import call_graph, hot_paths
+from cachelint.semantic.program import Program
+
+
+def _program(*modules: tuple[str, str]) -> Program:
+    return Program(
+        [index_source(textwrap.dedent(src), f"{mod.replace('.', '/')}.py", mod, False) for mod, src in modules]
+    )
+
+
+def _graph(src: str, *more: tuple[str, str]) -> dict:
+    return call_graph(_program(("m", src), *more))
+
+
+def _hot(src: str, root: str) -> set:
+    hp = hot_paths(_program(("m", src)), (HotRoot(root, "per-step"),))
+    return set(hp.chains)
+
+
+def test_calls_reach_subclass_overrides_when_the_receiver_may_be_a_subclass():
+    src = """
+    import abc
+
+    class Base:
+        def run(self):
+            return self.step()
+        def step(self):
+            return 0
+        def hook(self):
+            raise NotImplementedError
+
+    class Fast(Base):
+        def step(self):
+            return 1
+        def hook(self):
+            return 1
+
+    class Other:
+        def step(self):
+            return 2
+        def hook(self):
+            return 2
+
+    class Platform(abc.ABC):
+        @abc.abstractmethod
+        def units(self) -> int:
+            return 0
+
+    class Cuda(Platform):
+        def units(self):
+            return 1
+
+    def drive(b: Base, p: Platform):
+        b.hook()
+        b.step()
+        p.units()
+
+    def exact():
+        Base().hook()
+    """
+    g = _graph(src)
+    # self.step() in the base: the template method reaches the subclass's hook
+    assert set(g["m.Base.run"]) == {"m.Base.step", "m.Fast.step"}
+    # on an object typed by its base, the base's method (the implementation is configuration)
+    assert set(g["m.drive"]) == {"m.Base.hook", "m.Base.step", "m.Platform.units"}
+    assert "m.Other.hook" not in g["m.drive"]  # not a subclass
+    # a receiver just constructed is of exactly that class
+    assert g["m.exact"] == ["m.Base.hook"]
+    assert "m.Fast.step" in _hot(src, "m.Base.run")
+
+
+def test_calls_on_a_protocol_reach_its_implementations():
+    src = """
+    from typing import Protocol
+
+    class Sampler(Protocol):
+        def sample(self, x): ...
+        def reset(self): ...
+
+    class Greedy:
+        def sample(self, x):
+            return x
+        def reset(self):
+            pass
+
+    class Partial:
+        def sample(self, x):
+            return x
+
+    def step(s: Sampler):
+        return s.sample(1)
+    """
+    g = _graph(src)
+    assert "m.Greedy.sample" in g["m.step"]
+    assert "m.Partial.sample" not in g["m.step"]  # does not implement the whole protocol
+
+
+def test_dunder_calls_resolve_to_the_class_methods():
+    src = """
+    class Table:
+        def __len__(self):
+            return 3
+        def __getitem__(self, i):
+            return i
+        def __iter__(self):
+            return self
+        def __next__(self):
+            raise StopIteration
+        def __contains__(self, k):
+            return True
+        def __enter__(self):
+            return self
+        def __exit__(self, *a):
+            return None
+
+    def use(t: Table):
+        n = len(t)
+        x = t[0]
+        for y in t:
+            pass
+        if 1 in t:
+            pass
+        with t:
+            pass
+    """
+    g = _graph(src)
+    assert {
+        "m.Table.__len__",
+        "m.Table.__getitem__",
+        "m.Table.__iter__",
+        "m.Table.__next__",
+        "m.Table.__contains__",
+        "m.Table.__enter__",
+        "m.Table.__exit__",
+    } <= set(g["m.use"])
+    assert "m.Table.__getitem__" in _hot(src, "m.use")
+
+
+def test_cls_is_typed_inside_classmethods():
+    src = """
+    class Config:
+        def __init__(self, n):
+            self.n = n
+        @classmethod
+        def make(cls, n):
+            c = cls(n)
+            cls.check(n)
+            return c
+        @staticmethod
+        def check(n):
+            return n
+    """
+    g = _graph(src)
+    assert set(g["m.Config.make"]) >= {"m.Config.__init__", "m.Config.check"}
+
+
+def test_typevar_bounds_and_generic_annotations():
+    src = """
+    from typing import Generic, TypeVar
+
+    class Layer:
+        def forward(self):
+            return 1
+
+    L = TypeVar("L", bound=Layer)
+    Alias = Layer
+
+    class Box(Generic[L]):
+        def __init__(self, item: L):
+            self.item = item
+        def get(self) -> L:
+            return self.item
+
+    def run(layer: L):
+        layer.forward()
+
+    def run_alias(layer: "Alias"):
+        layer.forward()
+
+    def unbox(b: Box[Layer]):
+        b.get().forward()
+    """
+    g = _graph(src)
+    assert "m.Layer.forward" in g["m.run"]
+    assert "m.Layer.forward" in g["m.run_alias"]
+    assert "m.Box.get" in g["m.unbox"] and "m.Layer.forward" in g["m.unbox"]
+
+
+def test_the_implementation_behind_overload_stubs():
+    src = """
+    from typing import overload
+
+    @overload
+    def get(x: int) -> int: ...
+    @overload
+    def get(x: str) -> str: ...
+    def get(x):
+        return helper(x)
+
+    def helper(x):
+        return x
+
+    def caller():
+        return get(1)
+    """
+    p = _program(("m", src))
+    assert p.functions["m.get"].returns_annotation is None  # the implementation, not a stub
+    assert "m.helper" in call_graph(p)["m.get"]
+    assert "m.helper" in _hot(src, "m.caller")
+
+
+def test_property_return_types_are_inferred_when_not_annotated():
+    src = """
+    class Engine:
+        def step(self):
+            return 1
+
+    class Runner:
+        def __init__(self):
+            self._engine = Engine()
+        @property
+        def engine(self):
+            return self._engine
+        def tick(self):
+            self.engine.step()
+
+    def factory():
+        return Engine()
+
+    def use_factory():
+        factory().step()
+    """
+    g = _graph(src)
+    assert "m.Engine.step" in g["m.Runner.tick"]
+    assert "m.Engine.step" in g["m.use_factory"]
+
+
+def test_callables_in_attributes_dicts_registries_and_partials():
+    src = """
+    import functools
+
+    def relu(x):
+        return x
+
+    def gelu(x):
+        return x
+
+    def silu(x):
+        return x
+
+    ACTIVATIONS = {"relu": relu, "gelu": gelu}
+    HANDLERS = []
+    HANDLERS.append(silu)
+
+    def register(name, fn):
+        ACTIVATIONS[name] = fn
+
+    class Layer:
+        def __init__(self):
+            self.act = gelu
+
+        def forward(self, x):
+            return self.act(x)
+
+    def by_name(name):
+        return ACTIVATIONS[name](1)
+
+    def fixed():
+        return ACTIVATIONS["relu"](1)
+
+    def first():
+        return HANDLERS[0](1)
+
+    bound = functools.partial(relu, 1)
+
+    def call_partial():
+        return bound()
+
+    def call_local_partial():
+        p = functools.partial(gelu)
+        return p(2)
+    """
+    g = _graph(src)
+    assert g["m.Layer.forward"] == ["m.gelu"]
+    assert set(g["m.by_name"]) == {"m.relu", "m.gelu"}  # any key: every entry
+    assert g["m.fixed"] == ["m.relu"]  # a constant key: its entry
+    assert g["m.first"] == ["m.silu"]
+    assert g["m.call_partial"] == ["m.relu"]
+    assert "m.gelu" in g["m.call_local_partial"]
+    assert "m.gelu" in _hot(src, "m.Layer.forward")
+
+
+def test_module_getattr_pep_562():
+    lazy = """
+    def __getattr__(name):
+        return _load(name)
+
+    def _load(name):
+        return name
+
+    def defined():
+        return 1
+    """
+    src = """
+    import lazy
+    from lazy import thing
+
+    def use():
+        lazy.anything()
+        thing()
+        lazy.defined()
+    """
+    g = _graph(src, ("lazy", lazy))
+    assert set(g["m.use"]) == {"lazy.__getattr__", "lazy.defined"}
+
+
+def test_super_calls_and_c3_method_resolution_order():
+    src = """
+    class A:
+        def __init__(self):
+            pass
+        def f(self):
+            return 0
+
+    class B(A):
+        pass
+
+    class C(A):
+        def f(self):
+            return super().f()
+
+    class D(B, C):
+        def __init__(self):
+            super().__init__()
+
+    def use():
+        D().f()
+    """
+    p = _program(("m", src))
+    assert p.mro("m.D") == ["m.D", "m.B", "m.C", "m.A"]
+    g = call_graph(p)
+    assert set(g["m.use"]) == {"m.D.__init__", "m.C.f"}
+    assert set(g["m.C.f"]) == {"m.A.f", "builtins.super"}
+    assert set(g["m.D.__init__"]) == {"m.A.__init__", "builtins.super"}
+
+
+def test_export_follows_functions_passed_as_arguments_and_lambdas():
+    src = """
+    def apply(fn, x):
+        return fn(x)
+
+    def double(x):
+        return 2 * x
+
+    apply(double, 1)
+    apply(lambda x: x, 2)
+    """
+    g = _graph(src)
+    assert g["m"] == ["m.apply"]
+    assert set(g["m.apply"]) == {"m.double", "m.<lambda1>"}
+
+
+def test_module_code_and_external_callees(tmp_path):
+    (tmp_path / "m.py").write_text("import os\n\ndef f():\n    return os.path.join('a', 'b')\n\nf()\nlen([])\n")
+    g = api_call_graph([str(tmp_path)])
+    assert g["m"] == ["m.f", "builtins.len"]
+    assert g["m.f"] == ["os.path.join"]
+    assert api_call_graph([str(tmp_path)], external=False)["m.f"] == []
+
+
+def test_cli_callgraph_json_and_text(tmp_path, capsys):
+    (tmp_path / "m.py").write_text("def g():\n    pass\n\ndef f():\n    g()\n")
+    assert main(["callgraph", str(tmp_path), "--output-format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"m": [], "m.f": ["m.g"], "m.g": []}
+    assert main(["callgraph", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert "m.f\n    -> m.g\n" in out.out
+    assert "1 call edges" in out.err
+    assert main(["callgraph", str(tmp_path / "missing")]) == 2
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_lambdas_are_numbered_per_scope(n):
+    src = "def f():\n" + "".join(f"    a{i} = lambda: g()\n" for i in range(n)) + "def g():\n    pass\n"
+    p = _program(("m", src))
+    names = sorted(q for q in p.functions if "<lambda" in q)
+    assert names == [f"m.f.<locals>.<lambda{i + 1}>" for i in range(n)]
+    assert call_graph(p)[names[-1]] == ["m.g"]
+
+
+def test_the_hot_walk_sees_through_lambdas_and_registries_of_them():
+    src = """
+    def expensive():
+        return 1
+
+    OPS = {"a": lambda: expensive()}
+
+    class Runner:
+        def step(self, name):
+            return OPS[name]()
+    """
+    hot = _hot(src, "m.Runner.step")
+    assert "m.expensive" in hot
+    assert not any("<lambda" in q for q in hot)  # no finding is ever placed in a lambda's body
+
+
+def test_builtins_that_call_their_function_arguments_and_decorator_factories():
+    src = """
+    def key(x):
+        return x
+
+    def factory():
+        def dec(f):
+            return f
+        return dec
+
+    @factory()
+    def decorated():
+        pass
+
+    def order(xs):
+        return sorted(xs, key=key), list(map(key, xs))
+    """
+    g = _graph(src)
+    assert set(g["m.order"]) == {"builtins.sorted", "m.key", "builtins.list", "builtins.map"}
+    assert {"m.factory", "m.factory.<locals>.dec"} <= set(g["m"])
+
+
+def test_edges_whose_arguments_are_not_the_callees_hide_them_from_readers():
+    """``map(scale, xs)`` reaches ``scale`` but does not pass ``xs`` as its
+    ``x``: the fix planner, which asks a hot function's callers what they pass
+    for a parameter, must see nothing it could take as ``x``."""
+    src = """
+    import functools
+
+    def scale(x, factor=2):
+        return x * factor
+
+    def step(xs):
+        a = list(map(scale, xs))
+        p = functools.partial(scale, 3)
+        b = p(4)
+        return scale(5), a, b
+    """
+    p = _program(("m", src))
+    hp = hot_paths(p, (HotRoot("m.step", "per-step"),))
+    calls = hp.callers("m.scale", 10)
+    assert len(calls) == 3
+    by_args = sorted((c.args, c.kwargs) for _, c in calls)
+    assert by_args[0] == ((), ((None, ("?",)),)) == by_args[1]  # map(...) and p(4): hidden
+    assert by_args[2] == ((("const", 5),), ())  # scale(5): as written
+    # the export does not take them as arguments either: scale's x is no function
+    assert call_graph(p)["m.scale"] == []
+
+
+def test_an_attribute_typed_by_a_typevar_takes_the_subclass_binding():
+    """``self.info: I`` in ``Processor(Generic[I])``, and ``class LlavaProcessor(Processor[LlavaInfo])``:
+    in LlavaProcessor, ``self.info`` is a LlavaInfo, not any subclass of the bound."""
+    src = """
+    from typing import Generic, TypeVar
+
+    class Info:
+        def size(self):
+            return 0
+
+    class LlavaInfo(Info):
+        def size(self):
+            return 1
+
+    class QwenInfo(Info):
+        def size(self):
+            return 2
+
+    I = TypeVar("I", bound=Info)
+
+    class Processor(Generic[I]):
+        def __init__(self, info: I):
+            self.info = info
+
+    class LlavaProcessor(Processor[LlavaInfo]):
+        def apply(self):
+            return self.info.size()
+
+    class AnyProcessor(Processor[I]):
+        def apply(self):
+            return self.info.size()
+    """
+    g = _graph(src)
+    assert g["m.LlavaProcessor.apply"] == ["m.LlavaInfo.size"]
+    assert g["m.AnyProcessor.apply"] == ["m.Info.size"]  # the bound (a concrete method: no overrides)
+
+
+def test_typevar_bindings_pass_through_intermediate_generic_bases():
+    src = """
+    from typing import Generic, TypeVar
+
+    class Info:
+        def size(self):
+            return 0
+
+    class NextInfo(Info):
+        def size(self):
+            return 1
+
+    class OtherInfo(Info):
+        def size(self):
+            return 2
+
+    I = TypeVar("I", bound=Info)
+    J = TypeVar("J", bound=Info)
+
+    class Processor(Generic[I]):
+        info: I
+
+    class NextBase(Processor[J]):
+        pass
+
+    class NextProcessor(NextBase[NextInfo]):
+        def apply(self):
+            return self.info.size()
+    """
+    assert _graph(src)["m.NextProcessor.apply"] == ["m.NextInfo.size"]
+
+
+def test_a_plug_in_point_with_many_implementations_is_not_fanned_out_from_a_typed_object():
+    impls = "".join(f"class B{i}(Builder):\n    def text(self):\n        return {i}\n" for i in range(14))
+    src = (
+        "class Builder:\n    def text(self):\n        raise NotImplementedError\n"
+        "    def run(self):\n        return self.text()\n" + impls + "def use(b: Builder):\n    return b.text()\n"
+    )
+    g = call_graph(_program(("m", src)))
+    assert g["m.use"] == ["m.Builder.text"]
+    assert len(g["m.Builder.run"]) == 15  # on self (a template method): every override
+    # a protocol's implementations, unless there are more than MAX_OVERRIDES
+    proto = src.replace("class Builder:", "from typing import Protocol\nclass Builder(Protocol):").replace(
+        "(Builder):", ":"
+    )
+    assert call_graph(_program(("m", proto)))["m.use"] == ["m.Builder.text"]  # 14 > MAX_OVERRIDES
