@@ -28,6 +28,15 @@ DEFAULT_CACHE_DIR = ".cachelint_cache"  # cache.DEFAULT_DIR, without importing i
 COMMANDS = ("check", "lock", "hot-paths", "callgraph", "explain", "rules", "version", "clean")
 
 
+def _usage_error(e: Exception) -> int:
+    """Print a configuration or path error the way every command does; exit status 2."""
+    if isinstance(e, FileNotFoundError):
+        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
+    else:
+        print(f"cachelint: error: {e}", file=sys.stderr)
+    return 2
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cachelint", description="Find and remove expensive work on hot paths.")
     p.add_argument("--version", action="version", version=f"cachelint {__version__}")
@@ -261,12 +270,8 @@ def _callgraph(args) -> int:
 
     try:
         graph = call_graph(args.paths, _load_config(args), jobs=args.jobs, external=not args.no_external)
-    except ConfigError as e:
-        print(f"cachelint: error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:
-        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
-        return 2
+    except (ConfigError, FileNotFoundError) as e:
+        return _usage_error(e)
     if args.output_format == "json":
         sys.stdout.write(json.dumps(graph, indent=2) + "\n")
         return 0
@@ -324,12 +329,8 @@ def _lock(args) -> int:
     try:
         cfg = _load_config(args).with_overrides(preset=args.preset)
         path, old, new, errors = rebuild_lock(args.paths, cfg, write=not args.check)
-    except (ConfigError, LockError) as e:
-        print(f"cachelint: error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:
-        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
-        return 2
+    except (ConfigError, LockError, FileNotFoundError) as e:
+        return _usage_error(e)
     for err in errors:
         print(f"cachelint: error: {err}", file=sys.stderr)
     if old is None:
@@ -361,12 +362,8 @@ def _hot_paths(args) -> int:
     try:
         cfg = _load_config(args).with_overrides(preset=args.preset)
         report = hot_paths_report(args.paths, cfg, jobs=args.jobs)
-    except ConfigError as e:
-        print(f"cachelint: error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:
-        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
-        return 2
+    except (ConfigError, FileNotFoundError) as e:
+        return _usage_error(e)
     as_json = args.output_format == "json"
     if args.why is None:
         if as_json:
@@ -438,12 +435,8 @@ def _check(args) -> int:
         )
         if os.environ.get("CACHELINT_CACHE_STATUS"):
             print(f"cachelint: cache {result.cache}", file=sys.stderr)
-    except (ConfigError, UnknownRuleError, LockError) as e:
-        print(f"cachelint: error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:
-        print(f"cachelint: error: no such file or directory: {e.args[0] if e.args else e}", file=sys.stderr)
-        return 2
+    except (ConfigError, UnknownRuleError, LockError, FileNotFoundError) as e:
+        return _usage_error(e)
     finally:
         progress.close()
     unsafe = bool(args.unsafe_fixes if args.unsafe_fixes is not None else cfg.unsafe_fixes)
