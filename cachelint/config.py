@@ -52,6 +52,8 @@ class CatalogEntry:
     pure: bool = False
     why: str = ""
     cost: str = "high"  # high | low: CL002 reports low-cost entries only with min-cost = "low"
+    # never raises (for any arguments, on any host): a hoist may run it where it did not run
+    total: bool = False
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,7 @@ def _catalog(v, where: str, key: str) -> tuple[CatalogEntry, ...]:
                     bool(item.get("pure", False)),
                     str(item.get("why", "")),
                     cost,
+                    bool(item.get("total", False)),
                 )
             )
         else:

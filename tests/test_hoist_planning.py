@@ -155,3 +155,134 @@ def step_fn(x):
     )
     assert f.fix is None
     assert "depends on the environment" in f.message and "`os.environ.get`" in f.message
+
+
+@pytest.mark.parametrize(
+    ("call", "applicability"),
+    [
+        # raises without a device: hoisted out of the CUDA branch, it would run on CPU too
+        ("torch.cuda.get_device_capability()", "unsafe"),
+        # declared `total` in the preset (False without a device, never raises)
+        ("torch.cuda.is_available()", "safe"),
+    ],
+)
+def test_hoist_to_init_drops_the_condition_the_call_ran_under_only_for_a_total_call(call, applicability):
+    f = _one(
+        f"""
+import torch
+
+class Runner:
+    def __init__(self, use_cuda):
+        self.use_cuda = use_cuda
+
+    def step(self, batch):
+        if self.use_cuda:
+            return batch, {call}
+        return batch, None
+"""
+    )
+    assert _kinds(f) == HOIST_INIT and f.fix.applicability.value == applicability
+    if applicability == "unsafe":
+        assert "runs only when `self.use_cuda` (`if` at line 8)" in f.fix.message
+
+
+def test_an_assert_before_the_call_is_not_a_condition_it_runs_under():
+    f = _one(
+        """
+import inspect
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+
+    def step(self, batch):
+        assert batch is not None
+        return batch, inspect.signature(self.model.forward)
+"""
+    )
+    assert f.fix.applicability.value == "safe"
+
+
+def test_hoist_to_a_local_names_the_statement_that_changes_an_argument_between_the_uses():
+    res = _findings(
+        """
+import inspect
+
+def step_fn(fn):
+    a = inspect.signature(fn)
+    fn.__signature__ = None
+    return a, inspect.signature(fn)
+"""
+    )
+    assert len(res.findings) == 2
+    for f in res.findings:
+        assert _kinds(f) == HOIST_LOCAL and f.fix.applicability.value == "unsafe"
+        assert "`fn.__signature__ = None` (line 5) changes `fn.__signature__`, and the call reads `fn`" in f.fix.message
+
+
+def test_memoize_is_unsafe_when_the_function_reads_a_table_another_function_fills():
+    f = _one(
+        """
+import inspect
+
+_ARITY = {}
+
+def register(name: str, n: int) -> None:
+    _ARITY[name] = n
+
+def arity(name: str) -> int:
+    return _ARITY.get(name, 0) + len(inspect.signature(print).parameters)
+
+def step_fn(x):
+    return arity("print")
+"""
+    )
+    assert f.fix.edits[-1].kind.value == "add_import"
+    assert f.fix.applicability.value == "unsafe"
+    assert "reads `_ARITY`, which `eng.m.register` changes in place (line 6: `_ARITY[name] = n`)" in f.fix.message
+
+
+def test_memoize_is_not_offered_for_a_function_a_caching_decorator_of_the_tree_already_memoizes():
+    f = _one(
+        """
+import functools
+import inspect
+
+def cache_once(fn):
+    results = {}
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        if args not in results:
+            results[args] = fn(*args)
+        return results[args]
+
+    return wrapper
+
+@cache_once
+def arity(name: str) -> int:
+    return len(inspect.signature(print).parameters)
+
+def step_fn(x):
+    return arity("print")
+"""
+    )
+    assert f.fix is None
+    assert "already memoized by `@cache_once`" in f.message
+
+
+def test_hoist_to_a_local_counts_an_assignment_on_the_first_uses_own_line():
+    # `fn.__signature__ = <use>` assigns after the use runs: between the two uses
+    res = _findings(
+        """
+import inspect
+
+def step_fn(fn):
+    fn.__signature__ = inspect.signature(fn)
+    return inspect.signature(fn)
+"""
+    )
+    assert len(res.findings) == 2
+    for f in res.findings:
+        assert f.fix.applicability.value == "unsafe"
+        assert "`fn.__signature__ = inspect.signature(fn)` (line 4) changes `fn.__signature__`" in f.fix.message

@@ -181,7 +181,8 @@ def test_a_local_hoist_is_unsafe_when_the_function_writes_what_the_getter_reads(
     found = [f for f in res.findings if f.code == "CL002"]
     assert len(found) == 2
     assert all(f.fix is not None and f.fix.applicability.value == "unsafe" for f in found)
-    assert "`reconfigure` assigns `.hf_config`" in found[0].fix.message
+    # the reason quotes the statement between the uses and names what it changes
+    assert "`config.hf_config = hf_config` (line 5) changes `config.hf_config` between the uses" in found[0].fix.message
 
 
 def test_line_numbers_are_pythons_after_a_form_feed():

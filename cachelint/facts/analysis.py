@@ -15,10 +15,12 @@ from ..lock.lockfile import Invariant
 from ..semantic.callgraph import HotPaths, hot_paths
 from ..semantic.idioms import CacheDecorators
 from ..semantic.program import Program
+from .bodies import Bodies
 from .cachesites import CacheAnalysis
 from .catalog import Catalog
 from .cost import CostModel
 from .invariants import InvariantCheck, InvariantState
+from .state import ProcessState
 
 
 class Analysis:
@@ -45,6 +47,16 @@ class Analysis:
     def cost(self) -> CostModel:
         """The cost and purity model every rule and fix asks (one memo per run)."""
         return CostModel(self.program, self.catalog)
+
+    @cached_property
+    def bodies(self) -> Bodies:
+        """Function bodies parsed again on demand (statement structure, reads in conditions)."""
+        return Bodies(self.program)
+
+    @cached_property
+    def state(self) -> ProcessState:
+        """The module state functions read, what changes it, and what calls change."""
+        return ProcessState(self.program, self.bodies)
 
     @cached_property
     def cache_analysis(self) -> CacheAnalysis:

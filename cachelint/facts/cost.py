@@ -86,6 +86,15 @@ _CHEAP_BUILTINS = frozenset(
 )
 
 
+# methods that read a builtin container, and the constructors of those containers
+_CONTAINER_READS = frozenset(
+    ["get", "keys", "values", "items", "index", "count", "__getitem__", "__contains__", "__len__"]
+)
+_CONTAINERS = frozenset(
+    ["dict", "list", "set", "frozenset", "tuple", "defaultdict", "OrderedDict", "deque", "MappingProxyType"]
+)
+
+
 def _stub(fn: FunctionInfo) -> bool:
     """A body that computes nothing: ``...``, ``pass``, a docstring, ``raise``."""
     return all(c.func == ("name", "NotImplementedError") for c in fn.calls) and not fn.returns and not fn.assigns
@@ -108,13 +117,18 @@ class StateKind(str, Enum):
     WRITE = "write"  # an attribute or item the body assigns
     UNRESOLVED = "unresolved"  # a call cachelint cannot see into
     LIMIT = "limit"  # recursion or the depth limit: nothing proven
+    # module state a pure body reads and other code changes (see facts.state)
+    MUTABLE = "mutable"  # a module variable, class attribute or module-level object's attribute
+    ENVIRON = "environ"  # os.environ (read as a mapping, not through a catalogued call)
 
 
 @dataclass(frozen=True, slots=True)
 class StateRead:
-    """The state an impure call reads or writes: its kind, the exact name, and
-    for a catalogued call the entry's kind (``environment``, ``io``, ...).
-    ``describe()`` continues a sentence whose subject is the function."""
+    r"""The state an impure call reads or writes: its kind, the exact name, and
+    for a catalogued call the entry's kind (``environment``, ``io``, ...), for
+    mutable module state what changes it (``\`pkg.registry.register\` changes
+    it in place (line 5: ...)``). ``describe()`` continues a sentence whose
+    subject is the function."""
 
     kind: StateKind
     name: str
@@ -129,6 +143,10 @@ class StateRead:
             return f"assigns `{self.name}`"
         if self.kind is StateKind.UNRESOLVED:
             return f"calls `{self.name}`, which cachelint cannot see into"
+        if self.kind is StateKind.MUTABLE:
+            return f"reads `{self.name}`, which {self.what}"
+        if self.kind is StateKind.ENVIRON:
+            return f"reads `{self.name}` (the environment can change at run time)"
         return "(recursive, or too deep to follow)"
 
 
@@ -176,6 +194,7 @@ class Cost:
     pattern: str | None = None  # the catalog entry, if any
     inferred: bool = False  # decided from the body in the tree
     decided: Decided = Decided.CATALOG
+    total: bool = False  # the catalog entry says the call never raises
 
     @property
     def reason(self) -> str:
@@ -222,7 +241,7 @@ class CostModel:
                 return None  # every implementation of the method in the tree is cheap (e.g. it became @cache'd)
             pure_ok = entry.pure
             reason = "declared pure in the catalog" if pure_ok else f"{entry.kind}: {entry.why or entry.pattern}"
-            return Cost(entry.kind, entry.why, pure_ok, reason, entry.cost, entry.pattern)
+            return Cost(entry.kind, entry.why, pure_ok, reason, entry.cost, entry.pattern, total=entry.total)
         if body is None:
             return None
         why = self.walks_config(body)
@@ -362,12 +381,31 @@ class CostModel:
                 qn = callee[0].qualname
                 if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
                     continue
+            if callee is not None and self._container_read(callee):
+                continue  # `_TABLE.get(k)` reads the table like `_TABLE[k]` (facts.state follows who changes it)
             names = p.callee_names(callee, dotted(c.func))
             target = p.callee_function(callee) if callee is not None else None
             inner = self.purity(names, target, depth + 1)
             if not inner.pure:
                 return Purity(False, not_pure, inner.state, (fn.qualname,) + inner.via)
         return Purity(True, f"`{fn.qualname}` only reads its inputs and calls pure functions")
+
+    def _container_read(self, callee: tuple) -> bool:
+        """``callee`` is a reading method (``get``, ``keys``, ``items``, ...) of a
+        module-level container: a literal or a builtin container's constructor."""
+        if len(callee) != 2 or not isinstance(callee[0], GlobalRoot) or callee[1] not in _CONTAINER_READS:
+            return False
+        p = self.program
+        qn = callee[0].qualname
+        if not p.is_module_level_variable(qn):
+            return False
+        mod, _, name = qn.rpartition(".")
+        v = p.modules[mod].globals.get(name)
+        if v is None:
+            return False
+        if v[0] == "call":
+            return (dotted(v[1]) or "").split(".")[-1] in _CONTAINERS
+        return v[0] in ("?", "tuple", "const", "dict", "list")  # a literal (small ones are indexed item by item)
 
     def implementations(self, fn: FunctionInfo) -> list[FunctionInfo]:
         """``fn`` and every override of it in subclasses of its class."""

@@ -802,14 +802,17 @@ def index_source(source: str, path: str, module: str, is_package: bool, watch: f
     return fi
 
 
-def function_reads(lines: list[str], f: FunctionInfo, watch: frozenset) -> list:
-    """Reads of the ``watch`` names in function ``f`` (and functions nested in
-    it), parsing only its own lines of the file (``lines``, with line ends):
-    the same tuples as :attr:`FileIndex.reads`, in the file's coordinates.
+def parse_function(lines: list[str], f: FunctionInfo) -> tuple[Any, int, str] | None:
+    """Function ``f``'s own ``def`` parsed again from its lines of the file
+    (``lines``, with line ends): ``(node, shift, text)``, where a line ``n`` of
+    the node is line ``n + shift`` of the file and ``text`` is what was parsed;
+    None if it does not parse to that function.
 
     An indented body keeps its indentation under an ``if 1:`` line, so
-    columns stay the file's and only line numbers shift. Much cheaper than indexing the
-    whole file again when a few hot functions are all that need reading.
+    columns stay the file's (in UTF-8 bytes, as ``ast`` counts them) and only
+    line numbers shift. The index keeps no statement structure; the few
+    questions that need it (where a call sits among the statements, what runs
+    between two points) parse one function, not the file.
     """
     segment = "".join(lines[f.line - 1 : f.end_line])
     nested = segment[:1].isspace()  # a method or nested function: keep its indentation under `if 1:`
@@ -819,13 +822,27 @@ def function_reads(lines: list[str], f: FunctionInfo, watch: frozenset) -> list:
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
+        return None
     if nested:
         node = tree.body[0].body[0] if tree.body and isinstance(tree.body[0], ast.If) and tree.body[0].body else None
     else:
         node = tree.body[0] if tree.body else None
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name != f.name:
+        return None
+    return node, f.line - (2 if nested else 1), text
+
+
+def function_reads(lines: list[str], f: FunctionInfo, watch: frozenset) -> list:
+    """Reads of the ``watch`` names in function ``f`` (and functions nested in
+    it), parsing only its own lines of the file (``lines``, with line ends):
+    the same tuples as :attr:`FileIndex.reads`, in the file's coordinates
+    (see :func:`parse_function`). Much cheaper than indexing the whole file
+    again when a few hot functions are all that need reading.
+    """
+    parsed = parse_function(lines, f)
+    if parsed is None:
         return []
+    node, shift, text = parsed
     fi = FileIndex(path=f.path, module=f.module, is_package=False)
     ix = _Indexer(fi, _ColumnMap(text), watch)
     stub = FunctionInfo(
@@ -847,7 +864,6 @@ def function_reads(lines: list[str], f: FunctionInfo, watch: frozenset) -> list:
         _FunctionBodyIndexer(ix, stub).block(node.body, (), False)
     except RecursionError:
         return []
-    shift = f.line - (2 if nested else 1)
     return [
         (qn, e, line + shift, col, end_line + shift, end_col, guard, in_loop, stmt_line + shift, *rest)
         for qn, e, line, col, end_line, end_col, guard, in_loop, stmt_line, *rest in fi.reads

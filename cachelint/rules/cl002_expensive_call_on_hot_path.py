@@ -78,30 +78,72 @@ class ExpensiveCallOnHotPath(Rule):
     ```
 
     ## Fix safety
-    Each fix has its own safety class, computed per finding:
+    Each fix has its own safety class, computed per finding; an unsafe fix
+    says which hazard it could not rule out, naming the exact thing (the
+    condition dropped, the statement that changes an input, the attribute
+    not yet assigned, the state the callee reads and the code that changes
+    it). A safe fix is one you can apply without reading it.
 
     - *Hoist to `__init__`* (a method whose call reads only ``self``
       attributes, constructor parameters and module constants): safe when
-      the callee is pure, every input is bound once at construction and
-      never reassigned (in the class, its bases or its subclasses),
-      ``__init__`` has no early return and does not itself reach the method,
-      and every subclass constructor calls ``super().__init__()``.
+      the callee is pure; every input is bound once, unconditionally, at
+      construction, never reassigned (in the class, its bases or its
+      subclasses) and never changed in place outside a constructor
+      (``self.table.append(...)``, ``self.table[k] = v`` in any method,
+      including a loop around the call); the call runs unconditionally in
+      its method (not in an ``if`` branch, past an early ``return``, on the
+      right of ``and``/``or``, in a ``try`` whose handler catches its
+      errors; an ``assert`` is no condition), unless the catalog declares it
+      ``total`` (never raises, like ``torch.cuda.is_available``);
+      ``__init__`` has no early return and does not itself reach the method;
+      every subclass constructor calls ``super().__init__()``; for a method
+      or property of the object itself, every implementation (overrides
+      included) reads only attributes assigned, unconditionally, before the
+      end of the base ``__init__`` (not after a subclass's
+      ``super().__init__()``, not in ``load_model()`` later); and the
+      callee's body (followed through the functions of the tree it calls)
+      reads no module state that other code changes (a registry a plugin
+      fills, a process group ``init_distributed`` sets, a flag a context
+      manager toggles) and no ``os.environ``.
     - *Hoist to a local* (the same call, or property read, twice in one
-      function): safe when the callee is pure, the function does not change
-      its inputs (nor what the getter reads), and one of the uses runs
-      whenever any does (the hoisted call runs on no new path).
+      function): safe when the callee is pure; a use runs on every path
+      from the statement the local goes before (in the innermost block
+      holding every use: a use in a separate ``if`` block does not count,
+      nor one past a ``return``, ``raise`` or ``break`` that may leave that
+      block), unless the callee is ``total``; and nothing between the
+      hoisted statement and the last use, nor in a loop that repeats a use,
+      changes what the call reads: its arguments, its receiver (for a
+      method of the tree, the attributes it reads), the module state its
+      body reads. Changes are assignments (``budget.used += n``), in-place
+      calls (``seq.append(tok)``, ``opts.update(...)``), and what the
+      functions of the tree called there change (``apply_defaults(params)``,
+      ``kv.grow(n)``, ``with graph_capture():``).
     - Both hoists are unsafe when a use changes the value in place
       (``x.append(...)``, ``x[k] = v``, ``x += ...``): the uses, or the
       runs, would then share one object where each had a fresh one.
     - *Memoize* (a module-level function of parameters annotated as
       hashable, immutable values): ``@functools.cache`` is safe when the
-      function is inferred pure and returns an immutable value. Not offered
-      inside code compiled by ``torch.compile`` (Dynamo does not trace
-      through ``functools.cache``): there a call of constant inputs may go to
-      a module constant (always unsafe: it moves to import time). Not offered
-      when the value depends on mutable context (the environment, the
-      filesystem, the current device or stream, a forward context): the
-      message says which.
+      function is inferred pure, returns an immutable value (otherwise the
+      message names the returned type and a caller that changes it in
+      place), and reads no module state that code of the tree changes: a
+      module dict or list that a function fills (``_SAMPLERS[name] = ...``,
+      ``BACKENDS.append(...)``, ``cls._models[name] = ...`` in a
+      classmethod), a "current config" global that a setter rebinds, a
+      module-level object's attribute (``_STATE.config = cfg``). A table no
+      code changes (a constant, a ``frozenset``, a private dict only read)
+      is fine. Not offered inside code compiled by ``torch.compile`` (Dynamo
+      does not trace through ``functools.cache``): there a call of constant
+      inputs may go to a module constant (always unsafe: it moves to import
+      time). Not offered when the value depends on mutable context (the
+      environment, read through a catalogued call, ``os.environ[...]`` or a
+      module ``__getattr__`` such as vLLM's ``envs``; the filesystem; the
+      current device or stream; a forward context): the message says which.
+
+    What cachelint cannot resolve (a call on an object of unknown type, a
+    ``setattr`` with a computed name) is not seen to change anything; the
+    analysis follows calls :data:`~cachelint.facts.cost.MAX_DEPTH` deep.
+    ``docs/fix-safety-audit.md`` lists the safe fixes on real trees, each
+    read by hand.
 
     Where an attribute already caches the value, CL001 reports the call with
     a fix instead (and CL002 stays quiet on that call).
@@ -114,7 +156,7 @@ class ExpensiveCallOnHotPath(Rule):
     name = "expensive-call-on-hot-path"
     summary = "Expensive call on a hot path"
     fix_availability = "sometimes"
-    reads = ("hot", "program", "config", "cost", "cached_call_spans")
+    reads = ("hot", "program", "config", "cost", "cached_call_spans", "bodies", "state")
     needs_hot_paths = True
 
     VALID = [

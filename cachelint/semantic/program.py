@@ -496,6 +496,10 @@ class Program:
             return (GlobalRoot(e[1]),)
         return None
 
+    def attr_value(self, base: Value, attr: str) -> Value:
+        """The canonical value of attribute ``attr`` of canonical value ``base``."""
+        return self._attr(base, attr, 0)
+
     def _attr(self, base: Value, attr: str, depth: int) -> Value:
         root = base[0]
         if len(base) == 1 and isinstance(root, SelfRoot):

@@ -9,16 +9,23 @@ with a safety class computed from the program:
     constructor parameters, module constants) is evaluated once at the end of
     the class's own ``__init__`` into ``self._<name>``, and the use reads it.
     Safe only when the callee is pure, no subclass or other method can
-    reassign an input, ``__init__`` has no early ``return``, every subclass
-    constructor calls ``super().__init__``, and ``__init__`` does not itself
-    reach the method (which would read the attribute before it exists).
+    reassign an input or change it in place, ``__init__`` has no early
+    ``return``, every subclass constructor calls ``super().__init__``,
+    ``__init__`` does not itself reach the method (which would read the
+    attribute before it exists), the call runs unconditionally in its method
+    (or the catalog declares it ``total``), every implementation of a method
+    or property of the object called finds what it reads assigned by the end
+    of the base ``__init__``, and the callee's body reads no module state
+    that code of the tree changes (:mod:`cachelint.facts.state`).
 
 ``hoist to a local``
     The same call (same callee, same argument values) evaluated more than
-    once in one function, with inputs the function does not change: compute
-    it once into a local before the first use, in the innermost block that
-    holds every use. Safe when the callee is pure and the first use runs
-    whenever any of them does (so the hoisted call runs on no new path).
+    once in one function: compute it once into a local before the statement
+    holding the first use, in the innermost block that holds every use. Safe
+    when the callee is pure, a use runs on every path from there (the
+    function's statements, parsed again: :mod:`cachelint.facts.bodies`), and
+    nothing between the uses (or in a loop repeating one) changes what the
+    call reads (:meth:`~cachelint.facts.state.ProcessState.effects`).
 
 ``memoize``
     A module-level function whose result depends only on hashable,
@@ -27,7 +34,9 @@ with a safety class computed from the program:
     warns on ``lru_cache``-wrapped calls and graph-breaks on them): there the
     value goes to a module constant, or to an ``__init__`` attribute. Not when
     the value depends on mutable context (the environment, the filesystem,
-    the current device, a forward context): the message says which.
+    the current device, a forward context): the message says which. Unsafe
+    when it returns a mutable value, or reads module state that code of the
+    tree changes (a registry filled later, a "current config" global).
 
 The preferred fix is the first *safe* one in the order hoist to
 ``__init__``, memoize, hoist to a local, module constant; if none is safe,
@@ -36,21 +45,26 @@ the first unsafe one, with the reasons.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import deque
 
 from ...facts.cost import StateKind
-from ...index.expr import dotted
+from ...facts.state import related, show
+from ...index.expr import dotted, render
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
 from ...semantic.callgraph import resolve_call
+from ...semantic.idioms import fills_once
 from ...semantic.program import CONSTRUCTORS
+from ...semantic.values import GlobalRoot
 from .inputs import InputAnalysis
 from .site import (
     _BUILTINS,
     _CONTEXT_KINDS,
     _HASHABLE,
     _IMMUTABLE,
+    CALLERS_FOLLOWED,
     Site,
     _annotation_ok,
     _attr_chains,
@@ -62,6 +76,13 @@ from .site import (
     _names_in,
     _on_one_path,
 )
+
+
+def _chain_to_expr(root: str | None, chain: tuple) -> tuple:
+    e: tuple = ("name", root or "self")
+    for a in chain:
+        e = ("attr", e, a)
+    return e
 
 
 class HoistPlanner(InputAnalysis):
@@ -171,9 +192,14 @@ class HoistPlanner(InputAnalysis):
             relies.append(f"callee: {s.cost.pure_reason}")
         chains: list = []
         _attr_chains(_inputs_expr(c), f.self_name, chains)
+        self._check_conditions(s, reasons)
         self._check_chains(cls, chains, reasons, relies)
+        self._check_changed_inside(s, cls, chains, reasons)
         self._check_globals(f, used, reasons)
+        self._check_module_inputs(s, reasons)
         self._check_callee_reads(s, reasons)
+        self._check_constructed(s, cls, reasons)
+        self._check_callee_state(s, reasons, "computed once at construction, the value would not follow it")
         if self.mutated_at(f, c):
             reasons.append("this use changes the value in place, and every run would now share one object")
         if init.returns:
@@ -259,6 +285,186 @@ class HoistPlanner(InputAnalysis):
                 "inputs: " + ", ".join(f"`self.{'.'.join(ch)}`" for ch in sorted(seen)) + " bound once at construction"
             )
 
+    def _check_conditions(self, s: Site, reasons: list) -> None:
+        """The call runs only under conditions of its function (an ``if``
+        branch, past an early return, the right of ``and``, a ``try`` whose
+        handler catches its errors): at the end of ``__init__`` it would run
+        for every object, unconditionally (and raise where it did not run)."""
+        f, c = s.function, s.call
+        if s.cost.pure and s.cost.total:
+            return  # a pure call that never raises may run where it did not
+        body = self.a.bodies.body(f)
+        node = body.find(c.line, c.column, c.end_line, c.end_column) if body is not None else None
+        if node is None:
+            if c.guard:
+                shown = " and ".join(render(g) if pos else f"not ({render(g)})" for g, pos in c.guard)
+                reasons.append(
+                    f"in `{f.name}` the call runs only when `{shown}`; at the end of `__init__` it would run for every object, unconditionally"
+                )
+            return
+        conds = body.conditions(node)
+        if conds:
+            reasons.append(
+                f"in `{f.name}` the call runs "
+                + "; and ".join(x.describe() for x in conds)
+                + "; at the end of `__init__` it would run for every object, unconditionally"
+            )
+
+    def _check_changed_inside(self, s: Site, cls: str, chains: list, reasons: list) -> None:
+        """An input ``self.a`` (or ``self.a.b``) whose object some code outside
+        a constructor changes in place (``self.a.append(...)``, ``self.a[k] = v``,
+        ``self.a.n = v``): no statement rebinds the attribute, yet its value
+        changes, and the hoisted value would not follow."""
+        f = s.function
+        p = self.p
+        state = self.a.state
+        seen: set = set()
+        # the receiver of a method or property of the tree: only the attributes
+        # its body reads of that object are inputs (``_check_callee_reads``)
+        receiver, reads = self._receiver_reads(s)
+        for chain in chains:
+            for i in range(1, len(chain) + 1):
+                attr = chain[i - 1]
+                if attr in seen or p.lookup_method(cls, attr) is not None:
+                    continue
+                seen.add(attr)
+                want = p.type_of(self.a.state.value(f, _chain_to_expr(f.self_name, chain[:i])))
+                for ch in state.changed_inside(attr):
+                    if ch.function.name in CONSTRUCTORS:
+                        continue
+                    if chain[:i] == receiver and ch.below and ch.below[0] not in reads:
+                        continue  # an attribute the callee does not read
+                    if (
+                        want is not None
+                        and ch.type is not None
+                        and not (p.is_subclass(want, ch.type) or p.is_subclass(ch.type, want))
+                    ):
+                        continue  # another kind of object's attribute of that name
+                    reasons.append(
+                        f"`{ch.text}` in `{ch.function.qualname}` (line {ch.line}) changes `self.{'.'.join(chain[:i])}` in place"
+                        + (", in the loop that makes the call" if ch.function is f and ch.in_loop else "")
+                    )
+                    return
+
+    def _receiver_reads(self, s: Site) -> tuple[tuple | None, set]:
+        """``self.a.b`` as ``("a", "b")`` when the site calls (or reads) a method
+        (or property) of the tree on it, with what its implementations read of it."""
+        f, c = s.function, s.call
+        recv = c.func[1] if c.func[0] == "attr" else None
+        d = dotted(recv) if recv is not None else None
+        if d is None or not d.startswith(f"{f.self_name}."):
+            return None, set()
+        g = self.p.callee_function(s.callee) if s.callee is not None else None
+        if g is None or g.self_name is None:
+            return None, set()
+        reads: set = set()
+        for impl in self.a.cost.implementations(g):
+            reads |= self._self_reads(impl)
+        return tuple(d.split(".")[1:]), reads
+
+    def _check_module_inputs(self, s: Site, reasons: list) -> None:
+        """An argument that is module state (a module variable, a module-level
+        object's attribute, a class attribute) which code of the tree changes."""
+        f, c = s.function, s.call
+        if c.is_read:
+            return
+        state = self.a.state
+        for part in (*c.args, *(v for _kw, v in c.kwargs)):
+            d = dotted(part)
+            if d is None or d.split(".")[0] == f.self_name:
+                continue
+            v = state.value(f, part)
+            if v is None or not isinstance(v[0], GlobalRoot) or not state.is_state(v):
+                continue
+            ch = state.changes(v, tuple(d.split(".")))
+            if ch:
+                reasons.append(
+                    f"argument `{d}` is module state that `{ch[0].where}` changes (line {ch[0].line}: `{ch[0].text}`)"
+                )
+                return
+
+    def _check_callee_state(self, s: Site, reasons: list, consequence: str) -> None:
+        """The callee (a function of the tree) reads module state that other
+        code changes, or the environment: its value depends on when it runs."""
+        g = self.p.callee_function(s.callee) if s.callee is not None else None
+        if g is None:
+            return
+        dep = self.a.state.dependence(g)
+        if dep is not None:
+            reasons.append(f"{dep.reason}; {consequence}")
+
+    def _check_constructed(self, s: Site, cls: str, reasons: list) -> None:
+        """A method (or property) of the object itself, called at the end of
+        the base ``__init__``: every implementation a subclass object
+        dispatches to must find the attributes it reads assigned by then.
+        Not so when a subclass constructor assigns one after calling
+        ``super().__init__()`` (the override reads it too early, or the base
+        getter reads the value the subclass then replaces), or when the
+        constructor assigns it only under a condition."""
+        p = self.p
+        f, c = s.function, s.call
+        recv = c.func[1] if c.func[0] == "attr" else None
+        if recv != ("name", f.self_name):
+            return
+        g = p.callee_function(s.callee) if s.callee is not None else None
+        if g is None or g.self_name is None:
+            return
+        for k in [cls, *p.subclasses(cls)]:
+            impl = p.lookup_method(k, g.name)
+            if impl is None:
+                continue
+            late = self._assigned_after_super(k, cls)
+            reads = sorted(self._self_reads(impl))
+            for attr in reads:
+                if attr in late:
+                    init_qn, line = late[attr]
+                    if impl.class_qualname == cls:
+                        reasons.append(
+                            f"`{impl.qualname}` reads `self.{attr}`, which subclass constructor `{init_qn}` assigns "
+                            f"after `super().__init__()` (line {line}): the hoisted value would hold the base class's `{attr}`"
+                        )
+                    else:
+                        reasons.append(
+                            f"override `{impl.qualname}` reads `self.{attr}`, which `{init_qn}` assigns only after "
+                            f"`super().__init__()` (line {line}): at the end of `{cls.rsplit('.', 1)[-1]}.__init__` it is not set yet"
+                        )
+                    return
+            for attr in reads:
+                ws = [(w, a) for w, a in p.self_attr_writers(k, attr) if w.name in CONSTRUCTORS]
+                if ws and all(a.guard or a.in_loop for _w, a in ws):
+                    w, a = ws[0]
+                    why = (
+                        " and ".join(render(g0) if pos else f"not ({render(g0)})" for g0, pos in a.guard)
+                        if a.guard
+                        else "a loop runs"
+                    )
+                    reasons.append(
+                        f"`{impl.qualname}` reads `self.{attr}`, which `{w.qualname}` assigns only when `{why}` "
+                        f"(line {a.line}): at the end of `__init__` it may not exist"
+                    )
+                    return
+
+    def _assigned_after_super(self, k: str, cls: str) -> dict:
+        """Attributes the constructors of ``k`` and of its bases below ``cls``
+        assign after their ``super().__init__()`` call: attr -> (constructor, line)."""
+        p = self.p
+        out: dict = {}
+        for x in p.mro(k):
+            if x == cls:
+                break
+            ci = p.classes.get(x)
+            init = p.functions.get(ci.methods["__init__"]) if ci is not None and "__init__" in ci.methods else None
+            if init is None or init.self_name is None:
+                continue
+            supers = [c.line for c in init.calls if c.func[0] == "attr" and c.func[2] == "__init__"]
+            if not supers:
+                continue
+            me = ("name", init.self_name)
+            for a in init.assigns:
+                if a.target[0] == "attr" and a.target[1] == me and a.line > supers[0]:
+                    out.setdefault(a.target[2], (init.qualname, a.line))
+        return out
+
     def _self_reads(self, g: FunctionInfo, depth: int = 0, seen: set | None = None) -> set:
         """The attributes of its own object that method ``g`` reads, following
         the methods and properties of that object it calls or reads in turn."""
@@ -274,6 +480,9 @@ class HoistPlanner(InputAnalysis):
             _attr_chains(r, g.self_name, chains)
         for a in g.assigns:
             _attr_chains(a.value, g.self_name, chains)
+        body = self.a.bodies.body(g)
+        if body is not None:  # reads in conditions and operators too, which the index does not keep
+            chains.extend(parts[1:] for parts, _line in body.reads_of(g.self_name))
         out: set = set()
         for attr in dict.fromkeys(ch[0] for ch in chains if ch):
             m = p.lookup_method(g.class_qualname, attr) if g.class_qualname else None
@@ -290,12 +499,16 @@ class HoistPlanner(InputAnalysis):
         g = p.callee_function(s.callee) if s.callee is not None else None
         if g is None or g.self_name is None:
             return
-        for attr in sorted(self._self_reads(g)):
-            ws = [(w, a) for w, a in p.writers(attr) if w.name not in CONSTRUCTORS]
-            if ws:
-                w, a = ws[0]
-                reasons.append(f"`{g.qualname}` reads `.{attr}`, which `{w.qualname}` assigns (line {a.line})")
-                return
+        for impl in self.a.cost.implementations(g):
+            for attr in sorted(self._self_reads(impl)):
+                ws = [(w, a) for w, a in p.writers(attr) if w.name not in CONSTRUCTORS]
+                if ws:
+                    w, a = ws[0]
+                    reasons.append(
+                        f"`{impl.qualname}` reads `.{attr}`, which `{w.qualname}` assigns (line {a.line}), "
+                        "outside a constructor: at the end of `__init__` it may not be set yet, and later it may change"
+                    )
+                    return
 
     def _check_globals(self, f: FunctionInfo, used: list, reasons: list) -> None:
         p = self.p
@@ -380,27 +593,31 @@ class HoistPlanner(InputAnalysis):
             return None  # spelled differently: the replacement must be the same expression
         text = texts.pop()
         assert text is not None  # None was ruled out above
-        # the function must not change the inputs between the uses
-        attrs: set = set()
-        if f.self_name:
-            chains: list = []
-            _attr_chains(_inputs_expr(first), f.self_name, chains)
-            attrs = {a for ch in chains for a in ch}
-        g = self.p.callee_function(s.callee) if s.callee is not None else None
-        if g is not None:
-            attrs |= self._self_reads(g)  # what the callee (or getter) reads of its object
-        for a in f.assigns:
-            if a.target[0] == "attr" and a.target[2] in attrs:
-                reasons.append(f"`{f.name}` assigns `.{a.target[2]}` (line {a.line})")
-                break
         if not s.cost.pure:
             reasons.append(f"the callee is not known to be pure ({s.cost.pure_reason})")
         if any(self.mutated_at(f, x.call) for x in occ):
             reasons.append("a use changes the value in place, and the uses would now share one object")
-        if not _on_one_path([x.call for x in occ]):
-            reasons.append(
-                "no use runs on every path through the hoisted statement; the call would run where it did not"
-            )
+        at_line = first.line
+        body = self.a.bodies.body(f)
+        nodes = [body.find(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ] if body else []
+        if body is None or not nodes or any(n is None for n in nodes):
+            reasons.append(f"cachelint could not read `{f.name}` again to check what runs between the uses")
+        else:
+            hp = body.hoist_point(nodes)
+            if hp is None:
+                return None  # the uses share no statement block: the codemod would not apply it
+            at_line = hp.line
+            if (hp.uncovered or hp.exit_line is not None) and not (s.cost.pure and s.cost.total):
+                why = (
+                    "the first use runs " + "; and ".join(x.describe() for x in hp.uncovered)
+                    if hp.uncovered
+                    else f"the statement at line {hp.exit_line} may leave the block before a later use runs"
+                )
+                reasons.append(
+                    f"no use runs on every path from line {hp.line}, where the local would be computed ({why}): "
+                    "the call would run where it did not"
+                )
+            self._check_between(s, occ, nodes, body, hp, reasons)
         local = self._fresh_local(f, _base_name(first))
         spans = tuple(Span(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ)
         edits = tuple(Edit(sp, local) for sp in spans) + (
@@ -409,10 +626,79 @@ class HoistPlanner(InputAnalysis):
         return Fix(
             Applicability.UNSAFE if reasons else Applicability.SAFE,
             edits,
-            message=f"Hoist to a local: `{text if len(text) < 60 else text[:57] + '...'}` is evaluated {len(occ)} times in `{f.name}`; compute `{local}` once before line {first.line}"
+            message=f"Hoist to a local: `{text if len(text) < 60 else text[:57] + '...'}` is evaluated {len(occ)} times in `{f.name}`; compute `{local}` once before line {at_line}"
             + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
             relies_on=(f"callee: {s.cost.pure_reason}", f"uses: lines {', '.join(str(x.call.line) for x in occ)}"),
         )
+
+    def _check_between(self, s: Site, occ: list, nodes: list, body, hp, reasons: list) -> None:
+        """Nothing between the hoisted statement and the last use (and, for a
+        use in a loop below it, anywhere in that loop) changes what the call
+        reads: its arguments and receiver (for a method of the tree, the
+        attributes it reads of its object), and the module state its body
+        reads. Changes are assignments, in-place method calls, ``del``, and
+        what the functions of the tree called there change."""
+        f = s.function
+        last = occ[-1].call
+        loops: list = []
+        for n in nodes:
+            loops.extend(body.loops_around(n, below=hp.block))
+        inputs = self._local_inputs(s)
+        if not inputs:
+            return
+        for e in self.a.state.effects(f):
+            # from the hoisted statement to the last use's line: an assignment
+            # on a use's own line (`self.n = f(self.n)`) happens after the use
+            between = hp.line <= e.line <= last.end_line
+            looped = any(a <= e.line <= b for a, b in loops)
+            if not between and not looped:
+                continue
+            for v, shown in inputs:
+                if not related(e.value, v):
+                    continue
+                where = (
+                    f"`{e.text}` (line {e.line}{', in a loop that repeats a use' if looped and not between else ''})"
+                )
+                through = f" through `{e.via}`" if e.via else ""
+                changed = show(e.value)
+                what = f"`{shown}`" if changed == shown else f"`{changed}`{through}, and the call reads `{shown}`"
+                if changed != shown:
+                    through = ""
+                reasons.append(
+                    f"{where} changes {what}{through} between the uses: one value for all of them would be stale"
+                )
+                return
+
+    def _local_inputs(self, s: Site) -> list[tuple[tuple, str]]:
+        """What the call at ``s`` reads, as canonical values with their text:
+        its arguments, its receiver (for a method or property of the tree, the
+        attributes its body reads of that object), and the module state the
+        callee's body reads."""
+        p, st = self.p, self.a.state
+        f, c = s.function, s.call
+        g = p.callee_function(s.callee) if s.callee is not None else None
+        out: list[tuple[tuple, str]] = []
+        func = c.func
+        receiver = func[1] if func[0] == "attr" else None
+        if receiver is not None:
+            rv = st.value(f, receiver)
+            if rv is not None and not (
+                len(rv) == 1
+                and isinstance(rv[0], GlobalRoot)
+                and (rv[0].qualname in p.modules or rv[0].qualname in p.classes)
+            ):
+                if g is not None and g.self_name:
+                    out.extend((rv + (a,), f"{render(receiver)}.{a}") for a in sorted(self._self_reads(g)))
+                else:
+                    out.append((rv, render(receiver)))
+        if not c.is_read:
+            for part in (*c.args, *(v for _kw, v in c.kwargs)):
+                v = st.value(f, part)
+                if v is not None:
+                    out.append((v, render(part)))
+        if g is not None:
+            out.extend((u.value, u.shown) for u in st.reads(g) if not u.environ)
+        return out
 
     def _fresh_local(self, f: FunctionInfo, base: str) -> str:
         p = self.p
@@ -444,6 +730,12 @@ class HoistPlanner(InputAnalysis):
             return None
         if self.p.is_cached(f):
             return None
+        memo = self._memoizing_decorator(f)
+        if memo is not None:
+            s.notes.append(
+                f"not memoized: `{f.name}` is already memoized by `@{memo}`, a caching decorator of the tree"
+            )
+            return None
         context = self._mutable_context(s)
         if context is not None:
             s.notes.append(f"not memoized: the value of `{f.name}` depends on {context}")
@@ -465,14 +757,20 @@ class HoistPlanner(InputAnalysis):
                     f"not memoized: parameter `{prm.name}` of `{f.name}` is not annotated as a hashable, immutable value"
                 )
                 return None
+        dep = self.a.state.dependence(f)
+        if dep is not None and dep.state is not None and dep.state.kind is StateKind.ENVIRON:
+            s.notes.append(f"not memoized: the value of `{f.name}` depends on the environment ({dep.reason})")
+            return None
         if f.returns_annotation is None:
             reasons.append("the return value has no annotation; a cached mutable value would be shared by all callers")
         elif not _annotation_ok(f.returns_annotation, _IMMUTABLE):
-            reasons.append("the return value may be mutable, and would be shared by all callers")
+            reasons.append(self._mutable_result(f))
         purity = self.a.cost.purity([f.qualname], f)
         pure, why = purity.pure, purity.reason
         if not pure:
-            reasons.append(why)
+            reasons.append(purity.detail())
+        if dep is not None:
+            reasons.append(f"{dep.reason}; a cached value would keep the answer of the first call")
         target = f.qualname[len(f.module) + 1 :]
         edits = (
             Edit(Span(f.line, 0, f.line, 0), "functools.cache", kind=EditKind.ADD_DECORATOR, target=target),
@@ -483,8 +781,49 @@ class HoistPlanner(InputAnalysis):
             edits,
             message=f"Memoize `{f.name}` with `@functools.cache`"
             + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
-            relies_on=(f"`{f.name}`: {why}",) if pure else (),
+            relies_on=(f"`{f.name}`: {why}",) if pure and dep is None else (),
         )
+
+    def _memoizing_decorator(self, f: FunctionInfo) -> str | None:
+        """A decorator of ``f``, defined in the tree, whose wrapper fills a memo
+        (``if key not in results: results[key] = fn(...)``), as written."""
+        p = self.p
+        ctx = p.context(f)
+        for d in f.decorators:
+            d0 = d[1] if d[0] == "call" else d
+            callee = p.canon(d0, ctx)
+            g = p.callee_function(callee) if callee is not None else None
+            if g is None:
+                continue
+            for qn in g.nested.values():
+                w = p.functions.get(qn)
+                if w is not None and any(fills_once(w, c) for c in w.calls):
+                    return dotted(d0)
+        return None
+
+    def _mutable_result(self, f: FunctionInfo) -> str:
+        """Why a cached return value would be shared: its annotated type, and
+        a hot caller that changes it in place, if one does."""
+        body = self.a.bodies.body(f)
+        ann = body.node.returns if body is not None else None
+        if ann is not None:
+            shown = ast.unparse(ann)
+        else:
+            shown = render(f.returns_annotation) if f.returns_annotation is not None else "?"
+        out = f"it returns `{shown}`, a mutable value every caller would then share"
+        for g, c in self.hot.callers(f.qualname, CALLERS_FOLLOWED):
+            t = c.assigned_to
+            if t is None or t[0] != "name":
+                continue
+            for e in self.a.state.effects(g):
+                if e.line > c.line and e.text and self._names_local(g, e, t[1]):
+                    return out + f"; `{g.qualname}` changes it in place (line {e.line}: `{e.text}`)"
+        return out
+
+    def _names_local(self, g: FunctionInfo, e, name: str) -> bool:
+        """Effect ``e`` of ``g`` changes the value of its local ``name``."""
+        v = self.a.state.value(g, ("name", name))
+        return v is not None and related(e.value, v) and len(e.value) >= len(v)
 
     def _mutable_context(self, s: Site) -> str | None:
         """What mutable state the function's value follows, if the body shows it."""

@@ -1,0 +1,141 @@
+"""Module state a function reads, what changes it, what a call changes (cachelint.facts.state)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from cachelint.facts.bodies import Bodies
+from cachelint.facts.cost import StateKind
+from cachelint.facts.state import ProcessState
+from cachelint.index.walk import index_file
+from cachelint.semantic.program import Program
+
+
+def _state(tmp_path: Path, **modules: str) -> tuple[ProcessState, Program]:
+    indexes = []
+    for name, src in modules.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(textwrap.dedent(src).lstrip("\n"), encoding="utf-8")
+        indexes.append(index_file(str(path), name, False))
+    p = Program(indexes)
+    return ProcessState(p, Bodies(p)), p
+
+
+def test_a_global_another_function_assigns_later_is_a_dependence(tmp_path):
+    st, p = _state(
+        tmp_path,
+        ps="""
+        _GROUP = None
+
+        def init_group(n):
+            global _GROUP
+            _GROUP = n
+
+        def world_size():
+            assert _GROUP is not None
+            return _GROUP
+        """,
+    )
+    dep = st.dependence(p.functions["ps.world_size"])
+    assert dep is not None and dep.state is not None
+    assert dep.state.kind is StateKind.MUTABLE and dep.state.name == "_GROUP"
+    assert "`ps.init_group` rebinds (line 5: `_GROUP = n`)" in dep.reason
+
+
+def test_a_lazy_getters_own_fill_is_not_a_change_its_reads_see(tmp_path):
+    st, p = _state(
+        tmp_path,
+        plat="""
+        _PLATFORM = None
+
+        def current_platform():
+            global _PLATFORM
+            if _PLATFORM is None:
+                _PLATFORM = make()
+            return _PLATFORM
+
+        def make():
+            return "cuda"
+        """,
+    )
+    assert st.dependence(p.functions["plat.current_platform"]) is None
+
+
+def test_a_constant_table_and_a_never_changed_private_dict_are_no_dependence(tmp_path):
+    st, p = _state(
+        tmp_path,
+        t="""
+        _KINDS = frozenset({"a", "b"})
+        _SIZES = {"a": 1}
+
+        def size(k):
+            return _SIZES.get(k, 0) if k in _KINDS else -1
+        """,
+    )
+    assert st.reads(p.functions["t.size"])  # it reads both tables ...
+    assert st.dependence(p.functions["t.size"]) is None  # ... which nothing changes
+
+
+def test_a_classmethod_filling_a_class_table_and_a_registry_objects_method_are_changes(tmp_path):
+    st, p = _state(
+        tmp_path,
+        reg="""
+        class Models:
+            table = {}
+
+            @classmethod
+            def register(cls, name, arch):
+                cls.table[name] = arch
+
+
+        class Registry:
+            def __init__(self):
+                self._items = {}
+
+            def add(self, k, v):
+                self._items[k] = v
+
+            def get(self, k):
+                return self._items[k]
+
+
+        REGISTRY = Registry()
+        """,
+        use="""
+        from reg import REGISTRY, Models
+
+        def arch(name):
+            return Models.table[name]
+
+        def item(k):
+            return REGISTRY.get(k)
+        """,
+        plugin="""
+        from reg import REGISTRY
+
+        def load():
+            REGISTRY.add("x", 1)
+        """,
+    )
+    dep = st.dependence(p.functions["use.arch"])
+    assert dep is not None and "`reg.Models.register` changes in place (line 6: `cls.table[name] = arch`)" in dep.reason
+    dep = st.dependence(p.functions["use.item"])
+    assert dep is not None and '`plugin.load` changes in place (line 4: `REGISTRY.add("x", 1)`)' in dep.reason
+
+
+def test_effects_map_a_helpers_writes_to_its_callers_values(tmp_path):
+    st, p = _state(
+        tmp_path,
+        m="""
+        def fill(params):
+            params.top_k = 50
+
+        def step(req):
+            fill(req.params)
+            return req
+        """,
+    )
+    effects = st.effects(p.functions["m.step"])
+    assert [(e.line, e.text, e.via) for e in effects] == [(5, "fill(req.params)", "m.fill")]
+    assert effects[0].value[1:] == ("params", "top_k")
