@@ -41,6 +41,8 @@ Value = tuple
 CONSTRUCTORS = ("__init__", "__post_init__")
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _ALIAS_KINDS = ("assign", "annassign", "walrus")
+# calls whose result is an object of their first argument's class
+_COPY_CALLS = frozenset({"copy.copy", "copy.deepcopy", "dataclasses.replace"})
 
 
 class FunctionContext:
@@ -517,6 +519,9 @@ class Program:
                     cq = callee[0].qualname
                     if cq in self.classes:
                         return cq
+                    if cq in _COPY_CALLS:  # copy.copy(x), dataclasses.replace(x, ...): x's class
+                        first = next((a for a in root.args if not isinstance(a, KwArg)), None)
+                        return self.type_of(first, depth + 1) if first is not None else None
                 fn = self.callee_function(callee)
                 if fn is not None:
                     return self.resolve_annotation(fn.returns_annotation, fn.module)
