@@ -323,6 +323,14 @@ def test_parallel_indexing_equals_serial(project, monkeypatch):
     assert warm.cache == "partial" and _key(warm.findings) == _key(a.findings)
 
 
+def test_fingerprint_covers_the_whole_package():
+    """An edit anywhere in cachelint (the indexer's guards, a preset) must
+    invalidate cached indexes and findings, not only an edit of the cache."""
+    files = {p.relative_to(REPO).as_posix() for p in cache.fingerprinted_files()}
+    assert {"cachelint/index/walk.py", "cachelint/facts/cachesites.py", "cachelint/presets/vllm.toml"} <= files
+    assert "cachelint/incremental/cache.py" in files
+
+
 def test_index_round_trip(project):
     sources = [
         REPO / "cachelint" / "semantic" / "program.py",

@@ -74,6 +74,77 @@ def test_guards_if_elif_else_early_exit_assert_ternary_and():
     assert calls["g6"] == [("not c", False), ("d", True), ("a", True)]
 
 
+def test_guards_keep_every_way_a_nested_return_skips_what_follows():
+    """A fill's guard must name every condition that can skip it (else a
+    reader is wrongly proven): an early return in the first branch of an
+    if/elif, in a middle branch, inside a `with`, nested in an `if`, a loop or
+    a `try` that may return. `raise` and `assert` inside a branch abort the
+    construction, so their facts are not carried out of it."""
+    fi = _index(
+        """
+        def f(self):
+            if self.task == "embed":
+                return
+            elif self.task == "classify":
+                self.n = 1
+            fill1()
+            if self.model.startswith("w"):
+                self.m = 2
+            elif self.pooling:
+                return
+            fill2()
+
+        def g(self):
+            with LOCK:
+                if self.pooling:
+                    return
+            fill3()
+            if a:
+                g1()
+            elif b:
+                g2()
+            else:
+                g3()
+            fill4()
+            if x:
+                if y:
+                    return
+            fill5()
+            for layer in layers:
+                if layer:
+                    return
+            fill6()
+
+        def h(self):
+            try:
+                risky()
+            except E:
+                return
+            fill7()
+            if k:
+                if not v:
+                    raise ValueError
+            fill8()
+        """
+    )
+    calls = {
+        render(c.func): [(render(e), p) for e, p in c.guard]
+        for name in ("pkg.mod.f", "pkg.mod.g", "pkg.mod.h")
+        for c in _fn(fi, name).calls
+    }
+    assert calls["fill1"] == [("self.task == 'embed'", False)]
+    assert calls["fill2"] == [
+        ("self.task == 'embed'", False),
+        ("self.model.startswith('w') or (not self.pooling)", True),
+    ]
+    assert calls["fill3"] == [("self.pooling", False)]
+    assert calls["fill4"] == [("self.pooling", False)]  # an if/elif/else with no exit adds nothing
+    assert calls["fill5"][-1] == ("(not y) or (not x)", True)
+    assert calls["fill6"][-1] == ("<no `return` in the loop at line 30>", True)
+    assert calls["fill7"] == [("<no exception caught at line 38>", True)]
+    assert calls["fill8"] == calls["fill7"]  # a nested raise aborts: nothing to carry
+
+
 def test_call_positions_are_character_columns():
     fi = _index('def f():\n    s = "héllo"; return g(1)\n')
     call = next(c for c in _fn(fi, "pkg.mod.f").calls if render(c.func) == "g")
@@ -272,3 +343,24 @@ def test_type_checking_blocks_are_marked():
     )
     assert _fn(fi, "pkg.mod.only_for_types").under_type_checking
     assert not _fn(fi, "pkg.mod.real").under_type_checking
+
+
+def test_every_block_body_is_indexed_whether_or_not_it_returns():
+    # the calls of a `with` body and of a `finally` body are indexed even when
+    # the body has no `return` (the guard facts they add are another matter)
+    src = """
+def f(lock, items):
+    with lock:
+        for x in items:
+            g(x)
+    try:
+        h()
+    finally:
+        k()
+    if items:
+        with lock:
+            m()
+"""
+    fi = index_source(textwrap.dedent(src), "m.py", "m", False)
+    (f,) = fi.functions
+    assert {c.func[1] for c in f.calls if c.func[0] == "name"} == {"g", "h", "k", "m"}

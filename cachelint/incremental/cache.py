@@ -81,16 +81,24 @@ def tool_fingerprint() -> str:
     if _fingerprint is None:
         h = hashlib.sha256()
         h.update(f"{__version__}|{FORMAT}|{sys.version}|{marshal.version}".encode())
-        pkg = Path(__file__).parent
-        for p in sorted(pkg.rglob("*")):
-            if p.suffix in (".py", ".toml") and "__pycache__" not in p.parts:
-                h.update(p.relative_to(pkg).as_posix().encode())
-                try:
-                    h.update(p.read_bytes())
-                except OSError:
-                    pass
+        pkg = _PACKAGE
+        for p in fingerprinted_files():
+            h.update(p.relative_to(pkg).as_posix().encode())
+            try:
+                h.update(p.read_bytes())
+            except OSError:
+                pass
         _fingerprint = h.hexdigest()[:32]
     return _fingerprint
+
+
+# the cachelint package (this module is in its `incremental` subpackage)
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def fingerprinted_files() -> list[Path]:
+    """Every source and preset file of the cachelint package, in order."""
+    return [p for p in sorted(_PACKAGE.rglob("*")) if p.suffix in (".py", ".toml") and "__pycache__" not in p.parts]
 
 
 # ----- storage -----------------------------------------------------------------

@@ -118,7 +118,106 @@ def _always_exits(body: list) -> bool:
         return True
     if isinstance(last, ast.If):
         return _always_exits(last.body) and _always_exits(last.orelse)
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return _always_exits(last.body) and not _suppresses(last)
+    if isinstance(last, ast.Try) or (_TryStar is not None and isinstance(last, _TryStar)):
+        if _always_exits(last.finalbody):
+            return True
+        return (_always_exits(last.body) or _always_exits(last.orelse)) and all(
+            _always_exits(h.body) for h in last.handlers
+        )
     return False
+
+
+def _returns_in(body: list) -> bool:
+    """A ``return`` anywhere in ``body``, outside nested definitions."""
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Return):
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case)))
+    return False
+
+
+def _suppresses(stmt) -> bool:
+    """A ``with`` whose context manager is ``suppress(...)``: an exception in
+    its body skips the rest of the body and goes on after the statement."""
+    for item in stmt.items:
+        e = item.context_expr
+        f = e.func if isinstance(e, ast.Call) else e
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if name == "suppress":
+            return True
+    return False
+
+
+def _marker(text: str) -> tuple:
+    """A guard fact that names a condition on how control got here, not on any
+    value: it never implies anything, and a fill under it is never proven."""
+    return (("name", f"<{text}>"), True)
+
+
+def _fact_expr(fact: tuple) -> Expr:
+    cond, positive = fact
+    return cond if positive else ("not", cond)
+
+
+def _join(paths: list) -> tuple:
+    """The facts that hold after a statement whose normal completions are
+    ``paths`` (the facts each adds to the guard it started from): their
+    disjunction, as conjuncts. What all paths share is a fact on its own;
+    what is left is one disjunction (after dropping complementary pairs such
+    as ``b`` / ``not b`` of an ``elif`` chain), an opaque condition unless it
+    is always true. Exact, so that a fill's guard is sufficient for the fill
+    to have run and a reader's guard holds wherever the reader runs."""
+    if not paths:
+        return ()
+
+    def same(a, b) -> bool:
+        return a == b and a[0] != UNKNOWN  # two conditions cachelint cannot read are never one
+
+    common = tuple(f for f in paths[0] if all(any(same(f, x) for x in p) for p in paths[1:]))
+    rests = [[f for f in p if not any(same(f, c) for c in common)] for p in paths]
+    changed = True
+    while changed:
+        if any(not r for r in rests):
+            return common
+        changed = False
+        for i in range(len(rests)):
+            for j in range(len(rests)):
+                if i == j or changed:
+                    continue
+                a, b = rests[i], rests[j]
+                if all(any(same(x, y) for y in b) for x in a):  # a implies nothing more than b: b is absorbed
+                    rests.pop(j)
+                    changed = True
+                    continue
+                if len(a) == 1 and a[0][0] != UNKNOWN:  # l or (not l and m) == l or m
+                    rest = [y for y in b if not (y[0] == a[0][0] and y[1] != a[0][1])]
+                    if len(rest) < len(b):
+                        rests[j] = rest
+                        changed = True
+                        continue
+                if len(a) == len(b):
+                    da = [x for x in a if not any(same(x, y) for y in b)]
+                    db = [y for y in b if not any(same(y, x) for x in a)]
+                    if (
+                        len(da) == 1
+                        and len(db) == 1
+                        and da[0][0] == db[0][0]
+                        and da[0][1] != db[0][1]
+                        and da[0][0] != UNKNOWN
+                    ):
+                        rests[i] = [x for x in a if x is not da[0]]
+                        rests.pop(j)
+                        changed = True
+            if changed:
+                break
+    disjuncts = tuple(_fact_expr(r[0]) if len(r) == 1 else ("and", tuple(_fact_expr(x) for x in r)) for r in rests)
+    return common + ((("or", disjuncts), True),)
 
 
 def _is_type_checking(test: ast.AST) -> bool:
@@ -385,6 +484,7 @@ class _FunctionBodyIndexer:
         self.returns: list[Expr] = []
         self.global_names: list[str] = []
         self.handler_depth = 0
+        self._after: tuple = ()  # what the last statement establishes for the next (see block)
 
     def _pos(self, node) -> tuple[int, int, int, int]:
         line = node.lineno
@@ -430,17 +530,30 @@ class _FunctionBodyIndexer:
             )
         )
 
-    def block(self, body: list, guard: Guard, in_loop: bool) -> None:
+    def block(self, body: list, guard: Guard, in_loop: bool) -> Guard:
+        """Index ``body`` under ``guard``; return the guard that holds when it
+        completes normally: ``guard`` plus what each statement establishes for
+        the statements after it: an ``assert``; the negation of an ``if``
+        (or ``elif``/``else``) branch that always exits; and, from inside a
+        branch, a ``with`` or a ``try`` body, the conditions of a nested
+        ``return``, as one disjunction where need be (:func:`_join`); a marker
+        after a loop, ``match`` or ``try`` a ``return`` may leave early.
+
+        A fill needs every condition under which it may be skipped while its
+        object still gets built: a nested ``return``. A nested ``raise`` or
+        ``assert`` aborts the construction, and ``continue``/``break`` only
+        skip code inside a loop (a fill there is never proven), so the facts
+        they would add are left out; a reader only loses facts by that."""
         g = guard
         for stmt in body:
+            self._after = ()
             self.stmt(stmt, g, in_loop)
-            t = type(stmt)
-            if t is ast.If and not stmt.orelse and _always_exits(stmt.body):
-                g = g + ((conv(stmt.test), False),)
-            elif (
-                t is ast.If and stmt.orelse and _always_exits(stmt.orelse) and not _always_exits(stmt.body)
-            ) or t is ast.Assert:
+            if type(stmt) is ast.Assert:
                 g = g + ((conv(stmt.test), True),)
+            elif self._after:
+                g = g + self._after
+        self._after = ()
+        return g
 
     def _nested_def(self, stmt, guard) -> None:
         f = self.f
@@ -477,14 +590,23 @@ class _FunctionBodyIndexer:
         if t is ast.If:
             self.expr(stmt.test, guard, in_loop, stmt.lineno)
             test = conv(stmt.test)
-            self.block(stmt.body, guard + ((test, True),), in_loop)
+            base = len(guard)
+            paths = []
+            g_body = self.block(stmt.body, guard + ((test, True),), in_loop)
+            if not _always_exits(stmt.body):
+                paths.append(g_body[base:] if _returns_in(stmt.body) else g_body[base : base + 1])
+            g_else = guard + ((test, False),)
             if stmt.orelse:
-                self.block(stmt.orelse, guard + ((test, False),), in_loop)
+                g_else = self.block(stmt.orelse, g_else, in_loop)
+            if not _always_exits(stmt.orelse):
+                paths.append(g_else[base:] if _returns_in(stmt.orelse) else g_else[base : base + 1])
+            self._after = _join(paths)
             return
         if t is ast.While:
             self.expr(stmt.test, guard, True, stmt.lineno)
             self.block(stmt.body, guard + ((conv(stmt.test), True),), True)
             self.block(stmt.orelse, guard, in_loop)
+            self._after = self._loop_after(stmt)
             return
         if t in (ast.For, ast.AsyncFor):
             self.expr(stmt.iter, guard, in_loop, stmt.lineno)
@@ -504,6 +626,7 @@ class _FunctionBodyIndexer:
             self._bind(stmt.target, UNKNOWN, stmt, guard, True, "for")
             self.block(stmt.body, guard, True)
             self.block(stmt.orelse, guard, in_loop)
+            self._after = self._loop_after(stmt)
             return
         if t in (ast.With, ast.AsyncWith):
             for item in stmt.items:
@@ -526,10 +649,19 @@ class _FunctionBodyIndexer:
                     )
                 if item.optional_vars is not None:
                     self._bind(item.optional_vars, UNKNOWN, stmt, guard, in_loop, "with")
-            self.block(stmt.body, guard, in_loop)
+            g_body = self.block(stmt.body, guard, in_loop)  # always indexed; its facts only when it may return
+            after = g_body[len(guard) :] if _returns_in(stmt.body) else ()
+            if _suppresses(stmt) and after:
+                after = _join([after, (_marker(f"an exception suppressed by the `with` at line {stmt.lineno}"),)])
+            self._after = after
             return
         if t is ast.Try or t is _TryStar:
-            self.block(stmt.body, guard, in_loop)
+            base = len(guard)
+            g = self.block(stmt.body, guard, in_loop)
+            normal = self.block(stmt.orelse, g, in_loop)[base:] if stmt.orelse else g[base:]
+            if not (_returns_in(stmt.body) or _returns_in(stmt.orelse)):
+                normal = ()
+            paths = [] if _always_exits(stmt.body) or _always_exits(stmt.orelse) else [normal]
             for h in stmt.handlers:
                 if h.name:
                     self.assigns.append(
@@ -537,22 +669,39 @@ class _FunctionBodyIndexer:
                     )
                 self.handler_depth += 1
                 try:
-                    self.block(h.body, guard, in_loop)
+                    caught = guard + (_marker(f"an exception caught at line {h.lineno}"),)
+                    g_h = self.block(h.body, caught, in_loop)
                 finally:
                     self.handler_depth -= 1
-            self.block(stmt.orelse, guard, in_loop)
-            self.block(stmt.finalbody, guard, in_loop)
+                if not _always_exits(h.body):
+                    paths.append(g_h[base:] if _returns_in(h.body) else g_h[base : base + 1])
+                if _returns_in(h.body) and paths and paths[0] is normal:
+                    # the body's facts alone do not say that this handler did not return
+                    normal = paths[0] = normal + (_marker(f"no exception caught at line {h.lineno}"),)
+            g_fin = self.block(stmt.finalbody, guard, in_loop)
+            fin = g_fin[base:] if _returns_in(stmt.finalbody) else ()
+            self._after = _join(paths) + fin
             return
         if t is _Match:
             self.expr(stmt.subject, guard, in_loop, stmt.lineno)
-            for case in stmt.cases:
+            paths = []
+            informative = False
+            for i, case in enumerate(stmt.cases, 1):
                 for n in ast.walk(case.pattern):
                     name = getattr(n, "name", None) or getattr(n, "rest", None)
                     if isinstance(name, str):
                         self.assigns.append(
                             Assign(("name", name), UNKNOWN, stmt.lineno, 0, stmt.lineno, 0, guard, in_loop, "match")
                         )
-                self.block(case.body, guard, in_loop)
+                g_case = self.block(case.body, guard, in_loop)
+                returns = _returns_in(case.body)
+                informative = informative or returns
+                if not _always_exits(case.body):
+                    inner = g_case[len(guard) :] if returns else ()
+                    paths.append((_marker(f"case {i} of the `match` at line {stmt.lineno}"), *inner))
+            if informative:
+                paths.append((_marker(f"no case of the `match` at line {stmt.lineno}"),))
+                self._after = _join(paths)
             return
         if t is ast.Assign:
             call_target = None
@@ -599,6 +748,14 @@ class _FunctionBodyIndexer:
         for child in ast.iter_child_nodes(stmt):
             if isinstance(child, ast.expr):
                 self.expr(child, guard, in_loop, stmt.lineno)
+
+    @staticmethod
+    def _loop_after(stmt) -> tuple:
+        """After a loop: nothing, unless it may ``return`` (the code after it
+        then runs only on the iterations' condition that it did not)."""
+        if _returns_in(stmt.body) or _returns_in(stmt.orelse):
+            return (_marker(f"no `return` in the loop at line {stmt.lineno}"),)
+        return ()
 
     def _bind(self, tgt, value: Expr, stmt, guard, in_loop, kind) -> None:
         if isinstance(tgt, (ast.Tuple, ast.List)):

@@ -10,6 +10,9 @@ from .base import Example, Rule
 _CATALOG = ({"pattern": "*.Registry.max_len", "pure": True, "kind": "registry", "why": "builds a processor"},)
 
 _DEFS = """
+from dataclasses import dataclass
+
+
 class Registry:
     def max_len(self, model_config):
         ...
@@ -26,6 +29,7 @@ class SchedulerConfig:
     max_encoder_len: int = 0
 
 
+@dataclass
 class EngineConfig:
     model_config: ModelConfig
     scheduler_config: SchedulerConfig
@@ -61,6 +65,7 @@ class CachedValueRecomputed(Rule):
 
     ## Example
     ```python
+    @dataclass
     class EngineConfig:
         def __post_init__(self):
             if self.model_config.is_encoder_decoder:
@@ -82,15 +87,58 @@ class CachedValueRecomputed(Rule):
     ```
 
     ## Fix safety
-    The attribute equals the call only under the guard that fills it. The fix
-    is safe when that guard is implied where the call is made, the callee is
-    known to be pure and deterministic (catalog, or inferred from its body),
-    the fill runs when the object is constructed, and nothing else assigns the
-    attribute. Otherwise it is unsafe, and the message names what is not
-    proven: for the vLLM seed sites the fill's guard includes
+    A fix is safe only when cachelint proves that, wherever the rewritten
+    read runs, the attribute holds exactly what the call would return there:
+
+    1. *The fill ran.* Either the read comes later in the fill's own function,
+       on the object it filled, on every path through the fill, with nothing
+       but the same call in between (then nothing else can have run, and items
+       4 and 5 hold as well); or the fill runs whenever the object is built: in
+       `__init__` or a dataclass's `__post_init__`, not in a loop, an `except`
+       handler, a `try` whose `except` goes on, or a `with suppress(...)`;
+       every subclass's constructor calls it; and no call the constructor
+       makes before the fill reaches the reading function.
+    2. *Its guard holds.* Every condition that can skip the fill, the early
+       `return`s of any `if`/`elif`/`else` branch, `with` or `try` body
+       included, is implied by the conditions the read runs under.
+    3. *The call is deterministic*: the callee is known pure (catalog, or
+       inferred from its body).
+    4. *Nothing changed since.* No other code may write the attribute, the
+       holder on its path (`limits` in `self.limits.encoder_len`), the fill's
+       arguments (the attributes on their path, and any attribute of an
+       argument object of a mutable class of the tree; the object the callee
+       is a method of is an argument too), or the state the fill's guard
+       reads; none of these is a property. A
+       write counts however it is spelled (assignment, augmented, `del`,
+       `setattr` with a literal or computed name, `object.__setattr__`,
+       `__dict__`/`vars()` stores, in-place changes such as `.append(...)` or
+       `x[k] = v`), wherever it is (any function, module-level code, a
+       `setattr` in a lambda), unless its receiver cannot be the object: its
+       annotated or constructed type is unrelated, or every caller of its
+       untyped parameter (a function never used as a value) passes an
+       unrelated type. An unknown receiver may be the object. Writes made
+       while the object is built, before the fill, do not count.
+    5. *The object is not shared*: no `dataclasses.replace` of it runs the
+       constructor again on a copy that shares the holder, and no
+       construction is handed a holder made elsewhere.
+    6. *The value is not a shared mutable object*: the callee's return
+       annotation (or what it returns) is immutable (`int`, `str`, `bool`,
+       `float`, `bytes`, `tuple`, `frozenset`, `None`, a frozen dataclass, a
+       `NamedTuple`, an `Enum`). The call gave each caller a fresh object; the
+       attribute is one object for all of them.
+
+    Otherwise the fix is unsafe, and the message names each unproven item:
+    the guard condition in the reader's own terms, the other writer (its
+    qualified function, line, the write as written, and why its receiver may
+    be the object), the subclass, the copy, the call made before the fill.
+    For the vLLM seed sites the fill's guard includes
     ``not model_config.pooler_config``, which no reader implies, so all four
     rewrites are unsafe, exactly as the upstream reviewers argued. For other
     models the attribute holds ``max_num_batched_tokens``.
+
+    Trusted, not proven: type annotations, the catalog's `pure`, and that
+    nothing outside the analysed files (an `exec`, a C extension, another
+    thread, an overridden `__setattr__`) changes the objects.
 
     ## Fix availability
     Sometimes: when an access path to the attribute is in scope at the call
@@ -193,7 +241,7 @@ class Runner:
         return 0
 """,
             },
-            expect=(("example.py", 32),),
+            expect=(("example.py", 36),),
             applicability=("safe",),
             fixed={
                 "example.py": _DEFS
@@ -220,7 +268,7 @@ def max_encoder_len(config: EngineConfig) -> int:
     return REGISTRY.max_len(config.model_config)
 """,
             },
-            expect=(("example.py", 26),),
+            expect=(("example.py", 30),),
             applicability=("unsafe",),
             message_contains=("config.model_config.is_encoder_decoder",),
             fixed={

@@ -118,6 +118,10 @@ def _c3_merge(seqs: list[list[str]]) -> list[str] | None:
     return out
 
 
+# calls whose result is an object of their first argument's class
+_COPY_CALLS = frozenset({"copy.copy", "copy.deepcopy", "dataclasses.replace"})
+
+
 class FunctionContext:
     """Name binding facts of one function body, evaluated lazily."""
 
@@ -679,6 +683,9 @@ class Program:
                     cq = callee[0].qualname
                     if cq in self.classes:
                         return cq
+                    if cq in _COPY_CALLS:  # copy.copy(x), dataclasses.replace(x, ...): x's class
+                        first = next((a for a in root.args if not isinstance(a, KwArg)), None)
+                        return self.type_of(first, depth + 1) if first is not None else None
                 cls = self.cls_param_class(callee[0]) if len(callee) == 1 else None
                 if cls is not None:  # cls(...) in a classmethod
                     return cls

@@ -1,0 +1,791 @@
+"""Stage 4a: what a cache site's value depends on, and what may change it.
+
+A CL001 rewrite replaces ``callee(args)`` with a read of the attribute a fill
+stored from the same call. The read equals the call only if the fill ran and,
+between the fill and the read, nothing changed
+
+* the attribute itself: another writer, however spelled (an assignment in a
+  function or in module code, ``setattr`` with a literal or computed name,
+  ``__dict__``/``vars()`` stores, ``object.__setattr__``, an in-place change
+  such as ``.append``), on a receiver that may be the holder (its type is
+  related, or unknown: see :mod:`cachelint.semantic.writes`);
+* the holder on the attribute's path (``self.limits`` in
+  ``self.limits.encoder_len``): rebinding it replaces the filled object;
+* the fill's arguments: the attributes on their path from the anchor
+  (``self.model``), and, for an argument object of a class of the tree that is
+  not frozen, any attribute of that object; the object the callee is a method
+  of counts as an argument;
+* the state the fill's guard reads, inside calls and conditions cachelint
+  cannot evaluate too: flipping ``is_encoder_decoder`` after construction
+  makes a reader take a branch whose fill never ran.
+
+A dependency that is a property or other method runs code on each read, with
+inputs this module does not follow. Writes made while the object is being
+built do not count when they come first: in the fill's own constructor
+before the fill, in a base class's constructor, in a subclass's constructor
+before its ``super()`` call, and in the constructor of another object on the
+path (``Limits.__init__``).
+
+The fill did not run, or not for every object: in a subclass whose
+constructor does not call the one that fills (or a dataclass subclass whose
+generated ``__init__`` replaces it); in ``__post_init__`` of a class that is
+not a dataclass; in a loop, an ``except`` handler, a ``try`` whose ``except``
+goes on, or a ``with suppress(...)``; and for a read a call made during
+construction, before the fill, reaches. A holder two objects share gets each
+one's fill: ``dataclasses.replace`` of the anchor runs its constructor again
+on a shallow copy, and a construction handed a holder made elsewhere shares
+it. A callee that returns a mutable object (or one whose type is not known)
+hands each caller a fresh object; the attribute is one shared object.
+
+:class:`SiteHazards` holds these facts for one cache site, computed once; the
+messages are spelled at each reader (``config.model``, not ``self.model``) by
+:mod:`cachelint.facts.cachesites`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..files import decode_source, read_bytes
+from ..index.expr import UNKNOWN, conv, dotted, render
+from ..index.records import FunctionInfo
+from ..index.scans import scan_hits
+from ..semantic.program import CONSTRUCTORS, Program, Value
+from ..semantic.values import (
+    CallRoot,
+    CmpKey,
+    ConstRoot,
+    GlobalRoot,
+    IsNoneKey,
+    KwArg,
+    OpaqueKey,
+    ParamRoot,
+    SelfRoot,
+    TruthyKey,
+)
+from ..semantic.writes import IN_PLACE_METHODS, AttrWrite, Reach, Writes, copy_source
+
+# return annotations (last name) whose values callers cannot change in place
+IMMUTABLE_TYPES = frozenset(
+    {
+        "int",
+        "float",
+        "bool",
+        "str",
+        "bytes",
+        "complex",
+        "tuple",
+        "Tuple",
+        "frozenset",
+        "FrozenSet",
+        "range",
+        "None",
+        "NoneType",
+        "Literal",
+        "LiteralString",
+    }
+)
+MUTABLE_TYPES = frozenset(
+    {
+        "list",
+        "List",
+        "dict",
+        "Dict",
+        "set",
+        "Set",
+        "bytearray",
+        "defaultdict",
+        "DefaultDict",
+        "OrderedDict",
+        "deque",
+        "Deque",
+        "Counter",
+        "MutableMapping",
+        "MutableSequence",
+        "MutableSet",
+    }
+)
+_UNION = frozenset({"Optional", "Union"})
+_IMMUTABLE_BUILTINS = frozenset(
+    {"int", "float", "bool", "str", "bytes", "len", "tuple", "frozenset", "repr", "hash", "abs", "round", "isinstance"}
+)
+_IMMUTABLE_BASES = frozenset({"NamedTuple", "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+# methods that change a list, dict or set in place (`ids.append(x)`)
+MUTATING_METHODS = IN_PLACE_METHODS
+MAX_SHOWN = 3  # writers named per dependency
+
+
+@dataclass
+class Dependency:
+    """An attribute the invariant depends on, as a path from the anchor."""
+
+    path: tuple  # ("model",), ("spec", "is_encoder_decoder"), ("limits",)
+    owner: str | None  # the class of the object the last attribute is on
+    role: str  # "attribute" (the cached one), "holder", "argument", "guard", "callee"
+    writers: list = field(default_factory=list)  # [(AttrWrite, why)]
+
+
+@dataclass
+class Contents:
+    """An argument object the callee reads: any attribute of it."""
+
+    path: tuple | None  # from the anchor; None when the argument is not reached from it
+    text: str  # the argument as the fill spells it
+    cls: str
+    role: str = "argument"  # or "bound": the object the callee is a method of
+    writers: list = field(default_factory=list)  # [(AttrWrite, why)]
+
+
+@dataclass
+class SiteHazards:
+    """The facts of :mod:`cachelint.facts.hazards` for one cache site."""
+
+    dependencies: list = field(default_factory=list)  # Dependency, with writers
+    contents: list = field(default_factory=list)  # Contents, with writers
+    skips_fill: list = field(default_factory=list)  # (class, text): subclasses that never run the fill
+    shared_holder: list = field(default_factory=list)  # (function, call, sure) of dataclasses.replace
+    result: tuple = ("immutable", "")  # ("immutable"|"mutable"|"unknown", type text)
+    # a writer of the cached attribute right after the fill: the attribute is
+    # not the call's value, so there is no finding at all
+    overwritten: bool = False
+    pre_fill_calls: list = field(default_factory=list)  # calls the fill's constructor makes before the fill
+    properties: list = field(default_factory=list)  # (path, property function): values computed on each read
+    passed_holder: list = field(default_factory=list)  # (function, call, how): constructions handed a holder
+    placement: list = field(default_factory=list)  # reasons about where the fill statement sits
+
+
+class Hazards:
+    """Computes :class:`SiteHazards` per cache site, once."""
+
+    def __init__(self, program: Program) -> None:
+        self.p = program
+        self.writes = Writes(program)
+        self._memo: dict = {}
+        self._reach: dict = {}
+        self._trees: dict = {}
+
+    def of(self, site) -> SiteHazards:
+        key = id(site)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is site:
+            return hit[1]
+        h = self._compute(site)
+        self._memo[key] = (site, h)
+        return h
+
+    # ----- the dependencies -----------------------------------------------------------
+    def _compute(self, site) -> SiteHazards:
+        h = SiteHazards()
+        anchor = site.anchor
+        deps: dict[tuple, Dependency] = {}
+
+        def add_path(v: Value | None, role: str) -> None:
+            if v is None or v[0] != anchor:
+                return
+            for i in range(1, len(v)):
+                if not isinstance(v[i], str):
+                    return
+                path = tuple(v[1 : i + 1])
+                if path not in deps:
+                    deps[path] = Dependency(path, self.writes.type_of(v[:i]), role)
+
+        def add_value(v: Value | None, role: str, depth: int = 0) -> None:
+            """Every value rooted at the anchor inside ``v``, calls' arguments included."""
+            if v is None or depth > 4:
+                return
+            root = v[0]
+            if root == anchor:
+                add_path(v, role)
+            elif isinstance(root, CallRoot):
+                add_value(root.callee, role, depth + 1)
+                for a in root.args:
+                    add_value(a.value if isinstance(a, KwArg) else a, role, depth + 1)
+
+        target = site.target
+        deps[tuple(target[1:])] = Dependency(tuple(target[1:]), site.holder_type, "attribute")
+        for i in range(1, len(target) - 1):
+            add_path(target[: i + 1], "holder")
+        add_path(site.callee[:-1] if len(site.callee) > 1 else None, "callee")
+        for a in site.args:
+            add_path(a.value if isinstance(a, KwArg) else a, "argument")
+        ctx = self.p.context(site.function)
+        for atom in site.atoms:
+            key = atom.key
+            if isinstance(key, (TruthyKey, IsNoneKey)):
+                add_value(key.value, "guard")
+            elif isinstance(key, CmpKey):
+                add_value(key.left, "guard")
+                add_value(key.right, "guard")
+            elif isinstance(key, OpaqueKey):  # what cachelint cannot evaluate may still read the anchor
+                for e in _subexpressions(key.expr):
+                    add_value(self.p.canon(e, ctx), "guard")
+
+        for dep in deps.values():
+            for w in self.writes.of(dep.path[-1]):
+                if dep.role == "attribute" and self._is_fill(site, w):
+                    continue
+                why = self.writes.reaches(w, dep.owner)
+                if why is None or self._at_construction(site, w, dep):
+                    continue
+                if dep.role == "attribute" and why.sure and not why.why and w.assign is not None:
+                    if self._same_fill_other_branch(site, w):
+                        continue
+                    if w.function is site.function or w.how == "augassign":
+                        # changed right after the fill (`self.vocab_size += extra`):
+                        # the attribute is not the call's value, so no finding
+                        h.overwritten = True
+                h_w = (w, why)
+                dep.writers.append(h_w)
+        h.dependencies = [d for d in deps.values() if d.writers]
+        h.properties = self._properties(site, deps)
+
+        for a in site.args:
+            v = a.value if isinstance(a, KwArg) else a
+            self._contents(site, v, h, "argument")
+        if len(site.callee) > 1:  # `self.budget()`, `REGISTRY.lookup(m)`: the object is read too
+            self._contents(site, site.callee[:-1], h, "bound")
+        h.skips_fill = self._skipping_subclasses(site)
+        if len(target) > 2 and site.in_constructor:
+            h.shared_holder = self._replacements(site)
+            h.passed_holder = self._passed_holders(site)
+        h.result = self.result_kind(site)
+        h.pre_fill_calls = self._pre_fill_calls(site)
+        if site.call.in_handler:
+            h.placement.append("the fill runs only in an `except` handler")
+        elif site.call.in_loop:
+            h.placement.append("the fill sits in a loop body, which may run no iteration")
+        h.placement += self._skippers(site)
+        f = site.function
+        if site.in_constructor and f.name == "__post_init__" and f.class_qualname is not None:
+            if not any(self.p.is_dataclass(qn) for qn in self.p.mro(f.class_qualname)):
+                h.placement.append(
+                    f"`{f.class_qualname}` is not a dataclass, so nothing calls `__post_init__` when it is constructed"
+                )
+        return h
+
+    def _skippers(self, site) -> list:
+        """A ``try`` around the fill whose ``except`` goes on (or a ``with
+        suppress(...)``): an exception raised before the fill skips it, and
+        the function, the construction too, still completes."""
+        node = self._function_node(site.function)
+        if node is None:
+            return []
+        line = site.call.stmt_line
+        out = []
+        n: Any
+        for n in ast.walk(node):
+            if isinstance(n, ast.Try) or type(n).__name__ == "TryStar":
+                if not n.body or not (n.body[0].lineno <= line <= (n.body[-1].end_lineno or n.body[-1].lineno)):
+                    continue
+                for h in n.handlers:
+                    if not _always_raises(h.body):
+                        out.append(
+                            f"the fill sits in the `try` at line {n.lineno}, whose `except` at line {h.lineno} "
+                            "goes on without it: if anything before the fill raises, the object is built without it"
+                        )
+                        break
+            elif isinstance(n, (ast.With, ast.AsyncWith)) and n.body:
+                if n.body[0].lineno <= line <= (n.body[-1].end_lineno or n.body[-1].lineno) and any(
+                    _suppress_call(item.context_expr) for item in n.items
+                ):
+                    out.append(
+                        f"the fill sits in the `with` at line {n.lineno}, which suppresses exceptions: "
+                        "if anything before the fill raises, the object is built without it"
+                    )
+        return out
+
+    def _function_node(self, f: FunctionInfo):
+        """The ``def`` of ``f``, parsed again from its file (the index keeps
+        no statement structure)."""
+        if f.path not in self._trees:
+            try:
+                self._trees[f.path] = ast.parse(decode_source(read_bytes(f.path)))
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError):
+                self._trees[f.path] = None
+        tree = self._trees[f.path]
+        if tree is None:
+            return None
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno == f.line and n.name == f.name:
+                return n
+        return None
+
+    def _properties(self, site, deps: dict) -> list:
+        """Dependencies that are properties (or other methods) of their
+        owner: a read runs code whose inputs this analysis does not follow."""
+        p = self.p
+        out = []
+        for dep in deps.values():
+            if dep.role == "attribute" or dep.owner is None or dep.owner not in p.classes:
+                continue
+            m = p.lookup_method(dep.owner, dep.path[-1])
+            if m is not None:
+                out.append((dep.path, m))
+        return out
+
+    def _passed_holders(self, site) -> list:
+        """Constructions of the anchor's class that hand it a holder made
+        elsewhere (``EngineConfig(m, limits=shared)``): two objects built that
+        way share it, and each one's fill overwrites the other's."""
+        p = self.p
+        anchor_type = site.anchor_type
+        holder = site.target[1]
+        if anchor_type is None or not isinstance(holder, str):
+            return []
+        classes = [anchor_type, *p.subclasses(anchor_type)]
+        keys = {c.rsplit(".", 1)[-1] for c in classes}
+        candidates = list(scan_hits(p.functions, p.indexes, lambda scans: _positions(scans, keys)))
+        for m in self.writes.module_functions().values():
+            candidates += [(m, c) for c in m.calls if c.func[-1] in keys]
+        out = []
+        for g, c in candidates:
+            ctx = p.context(g)
+            callee = p.canon(c.func, ctx)
+            if callee is None or len(callee) != 1 or not isinstance(callee[0], GlobalRoot):
+                continue
+            cls = callee[0].qualname
+            if cls not in classes:
+                continue
+            passed: tuple | None = None
+            for k, v in c.kwargs:
+                if k is None:
+                    passed = ("**", v)  # **kwargs: may hold it
+                elif k == holder:
+                    passed = (k, v)
+            index = self._holder_position(cls, holder)
+            if passed is None and index is not None and len(c.args) > index:
+                passed = (None, c.args[index])
+            if passed is None:
+                continue
+            e = passed[1]
+            if passed[0] != "**" and e[0] == "call":
+                made = p.canon(e[1], ctx)
+                if made is not None and len(made) == 1 and isinstance(made[0], GlobalRoot):
+                    if made[0].qualname in p.classes:
+                        continue  # `limits=Limits()`: a fresh object made for this construction alone
+            out.append((g, c, passed[0]))
+        return out
+
+    def _holder_position(self, cls: str, attr: str) -> int | None:
+        """The positional index (after ``self``) a constructor takes ``attr`` at."""
+        p = self.p
+        init = p.lookup_method(cls, "__init__")
+        if init is not None:
+            for a in init.assigns:
+                if a.target == ("attr", ("name", init.self_name), attr) and a.value and a.value[0] == "name":
+                    names = [prm.name for prm in init.params if prm.kind == "pos"]
+                    if a.value[1] in names:
+                        return names.index(a.value[1]) - 1
+            return None
+        fields: list = []
+        for qn in reversed(p.mro(cls)):
+            c = p.classes.get(qn)
+            if c is None or not p.is_dataclass(qn):
+                continue
+            for name in c.fields:
+                if name not in fields:
+                    fields.append(name)
+        return fields.index(attr) if attr in fields else None
+
+    def _is_fill(self, site, w: AttrWrite) -> bool:
+        return (
+            w.function is site.function
+            and w.assign is not None
+            and site.call.stmt_line <= w.line <= site.call.end_line
+            and w.how in ("assign", "annassign")
+        )
+
+    def _same_fill_other_branch(self, site, w: AttrWrite) -> bool:
+        """Another branch of the same fill storing the same call (``if a:
+        self.x = f(m) else: self.x = f(m)``)."""
+        if w.function is not site.function:
+            return False
+        return any(
+            c.assigned_to is not None and c.line == w.line and c.func == site.call.func and c.args == site.call.args
+            for c in w.function.calls
+        )
+
+    def _at_construction(self, site, w: AttrWrite, dep: Dependency) -> bool:
+        """``w`` writes the object being built, before the fill can have run
+        (see the module docstring)."""
+        p = self.p
+        f = w.function
+        if f.name not in CONSTRUCTORS or f.class_qualname is None:
+            return False
+        if self.writes.receiver_value(w) != (SelfRoot(f.class_qualname),):
+            return False
+        if len(dep.path) > 1 or not isinstance(site.anchor, SelfRoot) or not site.in_constructor:
+            return True  # another object's own construction, done before the anchor gets it
+        fill_fn = site.function
+        fill_cls = fill_fn.class_qualname or ""
+        if f is fill_fn:
+            return w.line < site.call.line
+        if f.class_qualname == fill_cls:
+            return fill_fn.name == "__post_init__" and f.name == "__init__"
+        if p.is_subclass(fill_cls, f.class_qualname):  # a base class's constructor
+            if fill_fn.name == "__post_init__" and f.name == "__init__":
+                return True
+            return any(ln < site.call.line for ln in _super_calls(fill_fn, f.name))
+        if p.is_subclass(f.class_qualname, fill_cls):  # a subclass's constructor: before its super() call
+            return any(ln > w.line for ln in _super_calls(f, fill_fn.name))
+        return False
+
+    def _contents(self, site, v: Value | None, h: SiteHazards, role: str) -> None:
+        """An argument object of a mutable class of the tree: writes of its
+        attributes after its construction."""
+        if v is None or isinstance(v[0], ConstRoot):
+            return
+        cls = self.writes.type_of(v)
+        if cls is None or cls not in self.p.classes or self.writes.is_frozen(cls):
+            return
+        names = self._attribute_names(cls)
+        c = Contents(tuple(v[1:]) if v[0] == site.anchor else None, render_arg(site, v), cls, role)
+        seen: set = set()
+        for name in sorted(names):
+            for w in self.writes.of(name):
+                if id(w) in seen or (w.attr is not None and w.attr != name):
+                    continue
+                seen.add(id(w))
+                why = self.writes.reaches(w, cls)
+                if why is None:
+                    continue
+                f = w.function
+                if (
+                    f.name in CONSTRUCTORS
+                    and f.class_qualname is not None
+                    and self.writes.receiver_value(w) == (SelfRoot(f.class_qualname),)
+                ):
+                    continue  # the argument object's own construction
+                if v[0] == site.anchor and len(v) == 1 and self._is_fill(site, w):
+                    continue
+                c.writers.append((w, why))
+        if c.writers:
+            h.contents.append(c)
+
+    def _attribute_names(self, cls: str) -> set:
+        p = self.p
+        out: set = set()
+        for qn in p.mro(cls):
+            c = p.classes.get(qn)
+            if c is None:
+                continue
+            out.update(c.fields)
+            out.update(c.class_attrs)
+            for mqn in c.methods.values():
+                m = p.functions.get(mqn)
+                if m is None or not m.self_name:
+                    continue
+                me = ("name", m.self_name)
+                out.update(a.target[2] for a in m.assigns if a.target[0] == "attr" and a.target[1] == me)
+        return out
+
+    def _skipping_subclasses(self, site) -> list:
+        """Subclasses of the filling class whose construction never runs the fill."""
+        p = self.p
+        f = site.function
+        if not site.in_constructor or f.class_qualname is None:
+            return []
+        out = []
+        for s in p.subclasses(f.class_qualname):
+            c = p.classes.get(s)
+            if c is None:
+                continue
+            own = p.functions.get(c.methods.get(f.name, ""))
+            if own is not None:
+                if not _super_calls(own, f.name):
+                    out.append(
+                        (
+                            s,
+                            f"`{own.qualname}` overrides `{f.qualname}` without calling it, so a `{c.name}` never runs the fill",
+                        )
+                    )
+            elif f.name == "__init__" and _own_dataclass(p, c) and "__init__" not in c.methods:
+                out.append((s, f"the dataclass `{s}` generates an `__init__` that does not call `{f.qualname}`"))
+        return out
+
+    def _replacements(self, site) -> list:
+        """``dataclasses.replace(x, ...)`` of an object that may be the anchor:
+        the copy is built by the constructor again and shares the holder."""
+        p = self.p
+        anchor_type = site.anchor_type
+        if anchor_type is None or not p.is_dataclass(anchor_type):
+            return []
+        out = []
+        candidates = list(scan_hits(p.functions, p.indexes, lambda scans: list(scans[1].get("replace", ()))))
+        for m in self.writes.module_functions().values():
+            candidates += [(m, c) for c in m.calls if c.func[-1] == "replace" or c.func == ("name", "replace")]
+        for g, c in candidates:
+            callee = p.canon(c.func, p.context(g))
+            if callee is None or callee != (GlobalRoot("dataclasses.replace"),) or not c.args:
+                continue
+            types = self.writes.possible_types(p.canon(c.args[0], p.context(g)))
+            if types is None:
+                out.append((g, c, False))
+            elif any(self.writes.related(t, anchor_type) for t in types):
+                out.append((g, c, True))
+        out.sort(key=lambda x: not x[2])  # those known to copy the anchor first
+        return out
+
+    # ----- the result ----------------------------------------------------------------
+    def result_kind(self, site) -> tuple:
+        """("immutable" | "mutable" | "unknown", what the callee returns)."""
+        fn = self.p.callee_function(site.callee)
+        if fn is None:
+            return ("unknown", "")
+        return self._function_result(fn, 0)
+
+    def _function_result(self, fn: FunctionInfo, depth: int) -> tuple:
+        if fn.returns_annotation is not None:
+            return self._annotation_kind(fn.returns_annotation, fn.module, 0)
+        if depth > 3:
+            return ("unknown", "")
+        kinds = [self._expr_kind(e, fn, depth) for e in fn.returns] or [("immutable", "None")]
+        for k in ("mutable", "unknown"):
+            for got in kinds:
+                if got[0] == k:
+                    return got
+        return ("immutable", "")
+
+    def _expr_kind(self, e, fn: FunctionInfo, depth: int) -> tuple:
+        k = e[0]
+        if k == "const" or k == "tuple" or k == "cmp" or k == "not":
+            return ("immutable", "")
+        if k == "call":
+            callee = self.p.canon(e[1], self.p.context(fn))
+            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                qn = callee[0].qualname
+                name = qn.rsplit(".", 1)[-1]
+                if qn.startswith("builtins."):
+                    if name in _IMMUTABLE_BUILTINS:
+                        return ("immutable", name)
+                    if name in MUTABLE_TYPES or name == "sorted":
+                        return ("mutable", "list" if name == "sorted" else name)
+                if qn in self.p.classes:
+                    return self._class_kind(qn)
+            g = self.p.callee_function(callee) if callee is not None else None
+            if g is not None and g is not fn:
+                return self._function_result(g, depth + 1)
+        return ("unknown", "")
+
+    def _annotation_kind(self, ann, module: str, depth: int) -> tuple:
+        if ann is None or depth > 6:
+            return ("unknown", "")
+        k = ann[0]
+        if k == "const":
+            if ann[1] is None:
+                return ("immutable", "None")
+            if isinstance(ann[1], str):
+                try:
+                    node = ast.parse(ann[1], mode="eval").body
+                except SyntaxError:
+                    return ("unknown", "")
+                return self._annotation_kind(conv(node), module, depth + 1)
+            return ("unknown", "")
+        if k in ("name", "attr"):
+            d = dotted(ann) or ""
+            last = d.rsplit(".", 1)[-1]
+            if last in IMMUTABLE_TYPES:
+                return ("immutable", last)
+            if last in MUTABLE_TYPES:
+                return ("mutable", last)
+            qn = self.p.resolve_annotation(ann, module)
+            if qn is not None and qn in self.p.classes:
+                return self._class_kind(qn)
+            return ("mutable", last) if qn is not None else ("unknown", last)
+        if k == "sub":
+            last = (dotted(ann[1]) or "").rsplit(".", 1)[-1]
+            members = ann[2][1] if ann[2][0] == "tuple" else (ann[2],)
+            if last in _UNION:
+                return self._union([self._annotation_kind(m, module, depth + 1) for m in members])
+            if last in IMMUTABLE_TYPES:
+                return ("immutable", last)
+            if last in MUTABLE_TYPES:
+                return ("mutable", last)
+            return ("unknown", render(ann))
+        if k == "or":
+            return self._union([self._annotation_kind(m, module, depth + 1) for m in ann[1]])
+        return ("unknown", "")
+
+    @staticmethod
+    def _union(kinds: list) -> tuple:
+        for k in ("mutable", "unknown"):
+            for got in kinds:
+                if got[0] == k:
+                    return got
+        return ("immutable", "")
+
+    def _class_kind(self, qn: str) -> tuple:
+        p = self.p
+        name = qn.rsplit(".", 1)[-1]
+        if self.writes.is_frozen(qn):
+            return ("immutable", name)
+        c = p.classes.get(qn)
+        if c is not None and any(
+            (dotted(b) or "").rsplit(".", 1)[-1] in _IMMUTABLE_BASES for b in c.bases if b != UNKNOWN
+        ):
+            return ("immutable", name)
+        return ("mutable", name)
+
+    # ----- construction order -------------------------------------------------------------
+    def _pre_fill_calls(self, site) -> list:
+        """Calls made while the anchor is being built before the fill has run:
+        in the fill's constructor before the fill, and in subclasses'
+        constructors before their ``super()`` call."""
+        f = site.function
+        if not site.in_constructor or f.class_qualname is None:
+            return []
+        out = [(f, c) for c in f.calls if c.line < site.call.line and c is not site.call]
+        for s in self.p.subclasses(f.class_qualname):
+            c = self.p.classes.get(s)
+            own = self.p.functions.get(c.methods.get(f.name, "")) if c is not None else None
+            if own is None:
+                continue
+            supers = _super_calls(own, f.name)
+            if supers:
+                out += [(own, x) for x in own.calls if x.line < min(supers)]
+        return out
+
+    def reached_before_fill(self, site, g: FunctionInfo) -> tuple | None:
+        """(caller, call, chain) when ``g`` may run during construction, before
+        the fill: a call made before the fill reaches it in the call graph."""
+        h = self.of(site)
+        if not h.pre_fill_calls:
+            return None
+        key = id(site)
+        hit = self._reach.get(key)
+        if hit is None or hit[0] is not site:
+            hit = (site, self._reachable(h.pre_fill_calls))
+            self._reach[key] = hit
+        return hit[1].get(g.qualname)
+
+    def _reachable(self, starts: list) -> dict:
+        """qualname -> (constructor, call made before the fill, chain) for every
+        function those calls reach (breadth-first, bounded)."""
+        from ..semantic.callgraph import resolve_call
+
+        seen: dict = {}
+        queue = []
+        for f, c in starts:
+            t = resolve_call(self.p, f, c)
+            if t is not None and t.qualname not in seen:
+                seen[t.qualname] = (f, c, (t.qualname,))
+                queue.append(t)
+        i = 0
+        while i < len(queue) and len(seen) < 5000:
+            g = queue[i]
+            i += 1
+            origin = seen[g.qualname]
+            for c in g.calls:
+                if c.in_handler:
+                    continue
+                t = resolve_call(self.p, g, c)
+                if t is not None and t.qualname not in seen:
+                    seen[t.qualname] = (origin[0], origin[1], origin[2] + (t.qualname,))
+                    queue.append(t)
+        return seen
+
+
+def _always_raises(body: list) -> bool:
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.Raise):
+        return True
+    if isinstance(last, ast.If):
+        return _always_raises(last.body) and _always_raises(last.orelse)
+    return False
+
+
+def _suppress_call(e) -> bool:
+    f = e.func if isinstance(e, ast.Call) else e
+    return (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "") == "suppress"
+
+
+def _positions(scans: tuple, keys: set) -> list:
+    pairs: set = set()
+    for k in keys & scans[1].keys():
+        at = scans[1][k]
+        pairs.update(zip(at[::2], at[1::2]))
+    return [x for pair in sorted(pairs) for x in pair]
+
+
+def _subexpressions(e) -> list:
+    """The names, attribute chains and calls inside an indexed expression."""
+    out = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, tuple) or not x or not isinstance(x[0], str):
+            continue
+        if x[0] in ("name", "attr", "call"):
+            out.append(x)
+        for y in x[1:]:
+            if isinstance(y, tuple):
+                stack.append(y)
+    return out
+
+
+def _super_calls(f: FunctionInfo, name: str) -> list[int]:
+    """Lines where ``f`` calls ``super().<name>(...)`` or ``Base.<name>(self, ...)``."""
+    out = []
+    for c in f.calls:
+        func = c.func
+        if func[0] != "attr" or func[2] != name:
+            continue
+        base = func[1]
+        by_super = base[0] == "call" and base[1] == ("name", "super")
+        by_base = base[0] in ("name", "attr") and bool(c.args) and c.args[0] == ("name", f.self_name)
+        if by_super or by_base:
+            out.append(c.line)
+    return out
+
+
+def _own_dataclass(p: Program, c) -> bool:
+    for d in c.decorators:
+        d0 = d[1] if d[0] == "call" else d
+        if (dotted(d0) or "").rsplit(".", 1)[-1] == "dataclass":
+            return not (d[0] == "call" and any(k == "init" and v == ("const", False) for k, v in d[3]))
+    return False
+
+
+def render_arg(site, v: Value) -> str:
+    """An argument of the fill spelled from the fill's side."""
+    root = v[0]
+    if root == site.anchor:
+        head = "self" if isinstance(root, SelfRoot) else root.name if isinstance(root, ParamRoot) else "X"
+    elif isinstance(root, ParamRoot):
+        head = root.name
+    elif isinstance(root, GlobalRoot):
+        head = root.qualname.rsplit(".", 1)[-1]
+    elif isinstance(root, CallRoot):
+        head = "(...)"
+    else:
+        head = "?"
+    return head + "".join(f".{a}" for a in v[1:] if isinstance(a, str))
+
+
+def writer_text(w: AttrWrite, reach: Reach, writes: Writes) -> str:
+    """``in `f` (line 6: `cfg.x = ...`, <why>)``."""
+    extra = f", {reach.why}" if reach.why else ""
+    src = copy_source(writes.receiver_value(w), writes.p)
+    if src is not None:
+        extra += f", on a copy made by `{src[0]}`"
+    if w.how == "setattr":
+        kind = "" if w.attr is not None else ", a `setattr` with a name computed at run time"
+    elif w.how == "in-place":
+        kind = ", which changes its value in place"
+    elif w.how in ("__dict__", "vars", "object.__setattr__"):
+        kind = ", which bypasses attribute assignment" + (
+            "" if w.attr is not None else " for names known only at run time"
+        )
+    else:
+        kind = ""
+    return f"in {w.where} (line {w.line}: `{w.text}`{kind}{extra})"
+
+
+def summarise(items: list, render_one) -> str:
+    shown = [render_one(x) for x in items[:MAX_SHOWN]]
+    more = len(items) - len(shown)
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")

@@ -1,0 +1,778 @@
+"""Every way the program may assign an attribute, and which objects a write may reach.
+
+:meth:`Program.writers <cachelint.semantic.program.Program.writers>` lists the
+``<expr>.attr = ...`` statements of functions. A proof that an attribute
+keeps a value needs more: every statement that *may* rebind it, however it is
+spelled and wherever it runs. :class:`Writes` collects them once per run as
+:class:`AttrWrite` records:
+
+    cfg.attr = v, cfg.attr += v, del cfg.attr     assignments, in functions and
+                                                  in module-level code
+    setattr(cfg, "attr", v), delattr(...)         a literal name: that attribute
+    setattr(cfg, name, v)                         a computed name: any attribute
+    object.__setattr__(cfg, "attr", v)            (what frozen dataclasses use)
+    cfg.__dict__[k] = v, cfg.__dict__.update(d)   the instance dictionary: any
+    vars(cfg)[k] = v, vars(cfg).update(d)         attribute unless ``k`` is literal
+
+and :meth:`Writes.reaches` says whether a write may land on an object of a
+given class: its receiver's type is that class, a subclass, a base, or a
+class some subclass shares (a mixin), or the type is *unknown*. Unknown is
+never "no": an untyped parameter, a loop variable, the result of an
+unannotated function. For an untyped parameter (and an attribute a
+constructor stores from one) the types the callers pass are looked up, one
+level deep; a function no call in the tree is seen calling stays unknown. A
+plain assignment or ``setattr`` cannot change an instance of a frozen
+dataclass (it raises), so those writes do not reach one. Callers settle a
+parameter's type only when every mention of the function's name in the tree
+is accounted for by its definition, imports, decorators and calls: a
+function kept in a list of hooks is called where no call site shows.
+
+An in-place change of an attribute's value (``spec.tokens.append(t)``,
+``spec.tokens[0] = t``) is a write of that attribute too (``in-place``): what
+``spec.tokens`` holds changes, frozen dataclass or not.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from ..files import read_bytes
+from ..index.expr import UNKNOWN, conv, render
+from ..index.records import Assign, FileIndex, FunctionInfo
+from ..index.scans import scan_hits
+from .program import _COPY_CALLS, CONSTRUCTORS, Program, Value
+from .values import CallRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
+
+# the attribute-name argument of setattr-like calls, and the receiver's position
+_SETATTR_NAMES = frozenset({"setattr", "delattr"})
+_DUNDER_SETATTR = frozenset({"__setattr__", "__delattr__"})
+_DICT_METHODS = frozenset({"update", "setdefault", "__setitem__", "pop", "popitem", "clear", "__delitem__"})
+# methods that change a list, dict or set in place: `spec.tokens.append(t)`
+# changes what `spec.tokens` holds without assigning it
+IN_PLACE_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "pop",
+        "remove",
+        "clear",
+        "sort",
+        "reverse",
+        "update",
+        "setdefault",
+        "popitem",
+        "add",
+        "discard",
+        "__setitem__",
+        "__delitem__",
+        "__iadd__",
+    }
+)
+_SCAN_KEYS = _SETATTR_NAMES | _DUNDER_SETATTR | _DICT_METHODS | IN_PLACE_METHODS
+
+# types that say nothing about the object: as good as no annotation
+_ANY_TYPES = frozenset({"typing.Any", "typing_extensions.Any", "builtins.object", "object"})
+
+# calls whose result is a copy of their first argument (same class)
+COPY_CALLS = _COPY_CALLS
+
+# what possible_types says of a class object, a module or a function: the
+# instance attributes a fill stores are not theirs to rebind
+NOT_AN_INSTANCE = "<not an instance>"
+
+# a call of the builtin `setattr` in source text (not `x.setattr(`, not `getattr(`)
+_SETATTR_TEXT = re.compile(rb"(?<![\w.])setattr\s*\(")
+
+_PLAIN = frozenset({"assign", "annassign", "augassign", "del", "for", "with", "unpack", "walrus", "match"})
+
+
+@dataclass(frozen=True)
+class AttrWrite:
+    """One statement that may rebind an attribute."""
+
+    function: FunctionInfo  # the writer; a module's top-level code is a function named `<module>`
+    line: int
+    column: int
+    attr: str | None  # None: a name computed at run time (any attribute)
+    receiver: tuple  # the receiver expression as indexed
+    how: str  # an Assign kind, or "setattr", "object.__setattr__", "__dict__", "vars"
+    source: tuple  # what to render for messages: the Assign's target, or the call
+    guard: tuple
+    assign: Assign | None = None
+
+    @property
+    def text(self) -> str:
+        """The write as written, shortened (rendered only for messages)."""
+        a = self.assign
+        if a is None:
+            return _short(render(self.source))
+        t = self.source
+        if self.how in ("__dict__", "vars", "in-place"):
+            return _short(f"{'del ' if a.kind == 'del' else ''}{render(t)}{'' if a.kind == 'del' else ' = ...'}")
+        op = {"del": "del ", "for": "for "}.get(a.kind, "")
+        rhs = {"augassign": " <op>= ...", "del": "", "for": " in ..."}.get(
+            a.kind, f" = {render(a.value)}" if a.value and a.value != UNKNOWN else " = ..."
+        )
+        return _short(f"{op}{render(t)}{rhs}")
+
+    @property
+    def where(self) -> str:
+        """The writer as a message names it: ``the module-level code of `m```
+        or `` `pkg.mod.f` ``; for a write found only in the text, its file."""
+        f = self.function
+        if self.how == "unindexed":
+            return f"`{f.path}`"
+        if f.name == "<module>":
+            return f"the module-level code of `{f.module}`"
+        return f"`{f.qualname}`"
+
+    @property
+    def dynamic(self) -> bool:
+        return self.attr is None
+
+    @property
+    def plain(self) -> bool:
+        """An assignment or ``setattr``: what a frozen dataclass refuses."""
+        return self.how in _PLAIN or self.how == "setattr"
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How a write may reach an object: ``sure`` when the receiver's type (or
+    its callers' arguments) says so, else it only cannot be ruled out."""
+
+    sure: bool
+    why: str  # "" when the receiver's own type says so
+
+
+def module_code(fi: FileIndex) -> FunctionInfo:
+    """A module's top-level statements as a function named ``<module>``."""
+    f = FunctionInfo(
+        qualname=f"{fi.module}.<module>" if fi.module else "<module>",
+        name="<module>",
+        module=fi.module,
+        path=fi.path,
+        class_qualname=None,
+        parent_function=None,
+        line=1,
+        end_line=max(fi.n_lines, 1),
+        column=0,
+        params=[],
+        decorators=[],
+        is_async=False,
+    )
+    f.assigns = list(fi.module_assigns)
+    f.calls = list(fi.module_calls)
+    return f
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _literal(e) -> str | None:
+    return e[1] if e is not None and e[0] == "const" and isinstance(e[1], str) else None
+
+
+class Writes:
+    """The attribute writes of a program (see the module docstring)."""
+
+    def __init__(self, program: Program) -> None:
+        self.p = program
+        self._by_attr: dict[str, list[AttrWrite]] | None = None
+        self._dynamic: list[AttrWrite] = []
+        self._modules: dict[str, FunctionInfo] = {}
+        self._callers: dict = {}
+        self._types: dict = {}
+        self._decorators: set | None = None
+        self._only_called: dict[str, bool] = {}
+        self._sources: dict[str, bytes] = {}
+
+    # ----- collecting ------------------------------------------------------------------
+    def module_functions(self) -> dict[str, FunctionInfo]:
+        if not self._modules:
+            for fi in self.p.indexes:
+                if fi.error is None and (fi.module_assigns or fi.module_calls):
+                    f = module_code(fi)
+                    self._modules[f.qualname] = f
+        return self._modules
+
+    def _collect(self) -> dict[str, list[AttrWrite]]:
+        if self._by_attr is not None:
+            return self._by_attr
+        out: dict[str, list[AttrWrite]] = {}
+        dynamic: list[AttrWrite] = []
+
+        def add(w: AttrWrite) -> None:
+            if w.attr is None:
+                dynamic.append(w)
+            else:
+                out.setdefault(w.attr, []).append(w)
+
+        functions = [f for f in self.p.functions.values() if not f.under_type_checking]
+        functions += list(self.module_functions().values())
+        for f in functions:
+            for a in f.assigns:
+                w = self._from_assign(f, a)
+                if w is not None:
+                    add(w)
+        for f, c in scan_hits(self.p.functions, self.p.indexes, self._pick):
+            if not f.under_type_checking:
+                for w in self._from_call(f, c):
+                    add(w)
+        for f in self.module_functions().values():
+            for c in f.calls:
+                for w in self._from_call(f, c):
+                    add(w)
+        self._by_attr = out
+        dynamic += self._unindexed(dynamic)
+        self._dynamic = dynamic
+        return out
+
+    def _unindexed(self, dynamic: list) -> list[AttrWrite]:
+        """``setattr(`` in a file's text more often than in its index: a call
+        in a lambda or a class body (not indexed), with any name on any object."""
+        seen: dict[str, int] = {}
+        for w in dynamic:
+            if w.how == "setattr" and w.assign is None:
+                seen[w.function.path] = seen.get(w.function.path, 0) + 1
+        named = [w for ws in (self._by_attr or {}).values() for w in ws]
+        for w in named:
+            if w.how == "setattr":
+                seen[w.function.path] = seen.get(w.function.path, 0) + 1
+        out = []
+        for fi in self.p.indexes:
+            if fi.error is not None:
+                continue
+            data = self._source(fi.path)
+            if b"setattr" not in data:
+                continue
+            found = _SETATTR_TEXT.findall(data)
+            if len(found) > seen.get(fi.path, 0):
+                f = self.module_functions().get(f"{fi.module}.<module>" if fi.module else "<module>") or module_code(fi)
+                out.append(AttrWrite(f, 0, 0, None, UNKNOWN, "unindexed", ("name", "setattr"), ()))
+        return out
+
+    @staticmethod
+    def _pick(scans: tuple) -> list:
+        keys = scans[1]
+        hit = _SCAN_KEYS & keys.keys()
+        pairs: set = set()
+        for k in hit:
+            at = keys[k]
+            pairs.update(zip(at[::2], at[1::2]))
+        return [x for pair in sorted(pairs) for x in pair]
+
+    def _from_assign(self, f: FunctionInfo, a: Assign) -> AttrWrite | None:
+        t = a.target
+        if t[0] == "attr":
+            return AttrWrite(f, a.line, a.column, t[2], t[1], a.kind, t, a.guard, a)
+        if t[0] == "sub":
+            base, key = t[1], t[2]
+            if base[0] == "attr" and base[2] == "__dict__":
+                return AttrWrite(f, a.line, a.column, _literal(key), base[1], "__dict__", t, a.guard, a)
+            if base[0] == "call" and base[1] == ("name", "vars") and len(base[2]) == 1:
+                return AttrWrite(f, a.line, a.column, _literal(key), base[2][0], "vars", t, a.guard, a)
+            if base[0] == "attr":  # spec.tokens[0] = t: changes spec.tokens in place
+                return AttrWrite(f, a.line, a.column, base[2], base[1], "in-place", t, a.guard, a)
+        return None
+
+    def _from_call(self, f: FunctionInfo, c) -> list[AttrWrite]:
+        func, args = c.func, c.args
+        source = ("call", func, args, c.kwargs)
+
+        def w(receiver, attr, how):
+            return AttrWrite(f, c.line, c.column, attr, receiver, how, source, c.guard)
+
+        if func[0] == "name" and func[1] in _SETATTR_NAMES and len(args) >= 2:
+            return [w(args[0], _literal(args[1]), "setattr")]
+        if func[0] != "attr":
+            return []
+        base, meth = func[1], func[2]
+        if meth in _DUNDER_SETATTR:
+            if base[0] == "call" and base[1] == ("name", "super"):
+                # super().__setattr__(name, value): on the method's own instance
+                if args and f.self_name:
+                    return [w(("name", f.self_name), _literal(args[0]), "object.__setattr__")]
+                return []
+            if self._is_class(f, base):  # object.__setattr__(obj, name, value), type.__setattr__(cls, ...)
+                if len(args) >= 2:
+                    return [w(args[0], _literal(args[1]), "object.__setattr__")]
+                return []
+            if args:
+                return [w(base, _literal(args[0]), "object.__setattr__")]
+            return []
+        if meth in _DICT_METHODS or meth in IN_PLACE_METHODS:
+            if base[0] == "attr" and base[2] == "__dict__":
+                receiver, how = base[1], "__dict__"
+            elif base[0] == "call" and base[1] == ("name", "vars") and len(base[2]) == 1:
+                receiver, how = base[2][0], "vars"
+            elif base[0] == "attr" and meth in IN_PLACE_METHODS:
+                return [w(base[1], base[2], "in-place")]
+            else:
+                return []
+            if meth in ("setdefault", "__setitem__", "pop", "__delitem__") and args:
+                return [w(receiver, _literal(args[0]), how)]
+            if meth == "update" and not args and c.kwargs and all(k for k, _ in c.kwargs):
+                return [w(receiver, k, how) for k, _ in c.kwargs]
+            return [w(receiver, None, how)]
+        return []
+
+    def _is_class(self, f: FunctionInfo, e) -> bool:
+        """``e`` names a class (``object``, ``type``, a class of the tree)."""
+        if e in (("name", "object"), ("name", "type")):
+            return True
+        v = self.p.canon(e, self.p.context(f))
+        return v is not None and len(v) == 1 and isinstance(v[0], GlobalRoot) and self._not_instance(v[0].qualname)
+
+    def _not_instance(self, qn: str) -> bool:
+        """A module-level name that is a module, a class or a function of the
+        tree, or a name from a module outside it: never an instance of a
+        class of the tree (``setattr(torch, ...)``, ``setattr(SomeClass, ...)``)."""
+        p = self.p
+        if qn in p.modules or qn in p.classes or qn in p.functions or qn.startswith("builtins."):
+            return True
+        # a name of a module outside the tree (`torch._functorch.config`): that
+        # code never made an instance of a class of the tree
+        top = qn.split(".", 1)[0]
+        return top in p.imported_modules and not any(m == top or m.startswith(top + ".") for m in p.modules)
+
+    # ----- asking -------------------------------------------------------------------
+    def of(self, attr: str) -> list[AttrWrite]:
+        """Every write that may rebind ``attr`` on some object: the writes
+        naming it, then those whose name is computed."""
+        by_attr = self._collect()
+        return by_attr.get(attr, []) + self._dynamic
+
+    def receiver_value(self, w: AttrWrite) -> Value | None:
+        return self.p.canon(w.receiver, self.p.context(w.function))
+
+    def reaches(self, w: AttrWrite, cls: str | None) -> Reach | None:
+        """Whether ``w`` may write an object of class ``cls`` (None: of a
+        class cachelint does not know, so any): None when it cannot, else a
+        :class:`Reach` saying how sure that is and why."""
+        if cls is not None and w.plain and self.is_frozen(cls):
+            return None
+        v = self.receiver_value(w)
+        recv = render(w.receiver)
+        t = self.type_of(v)
+        if t is not None:
+            return Reach(True, "") if cls is None or self.related(t, cls) else None
+        types = self.possible_types(v) if v is not None else self._expr_types(w.receiver, w.function, 0)
+        if types is None:
+            if v is not None and isinstance(v[0], ParamRoot) and len(v) == 1:
+                f = self.p.functions.get(v[0].function)
+                if f is not None and self.callers(f) and not self.only_called(f):
+                    return Reach(
+                        False,
+                        f"`{recv}` is a parameter without a type, and `{f.name}` is also used where no call shows "
+                        "(passed around as a value), so not every caller is known",
+                    )
+                return Reach(False, f"`{recv}` is a parameter without a type, and not every caller is known")
+            return Reach(False, f"cachelint cannot tell the type of `{recv}`")
+        hits = [x for x in types if cls is None or self.related(x, cls)]
+        if not hits:
+            return None
+        return Reach(True, f"its callers pass a `{hits[0].rsplit('.', 1)[-1]}` as `{recv}`")
+
+    def _expr_types(self, e, f: FunctionInfo, depth: int) -> list[str] | None:
+        """Types of an expression that has no single canonical value:
+        ``a or b`` (either), a local bound once to one."""
+        if depth > 4:
+            return None
+        if e[0] == "or":
+            out: list[str] = []
+            for x in e[1]:
+                got = self._expr_types(x, f, depth + 1)
+                if got is None:
+                    return None
+                out += got
+            return out
+        v = self.p.canon(e, self.p.context(f))
+        if v is not None:
+            return self.possible_types(v)
+        if e[0] == "name":
+            local = self.p.context(f).locals.get(e[1])
+            if local and len(local) == 1 and local[0].kind in ("assign", "annassign") and not local[0].in_loop:
+                return self._expr_types(local[0].value, f, depth + 1)
+        return None
+
+    def related(self, t: str, cls: str) -> bool:
+        p = self.p
+        if t == NOT_AN_INSTANCE:
+            return False
+        if p.is_subclass(t, cls) or p.is_subclass(cls, t):
+            return True
+        return any(p.is_subclass(s, t) for s in p.subclasses(cls))
+
+    def is_frozen(self, cls: str) -> bool:
+        """A frozen dataclass (or attrs class): plain assignments raise.
+        Subclasses of a frozen dataclass inherit its ``__setattr__``."""
+        p = self.p
+        for qn in p.mro(cls):
+            c = p.classes.get(qn)
+            if c is None:
+                continue
+            for d in c.decorators:
+                if d[0] == "call":
+                    for k, v in d[3]:
+                        if k == "frozen" and v == ("const", True):
+                            return True
+                    d = d[1]
+                name = render(d).rsplit(".", 1)[-1]
+                if name == "frozen":  # attrs.frozen
+                    return True
+        return False
+
+    # ----- types of receivers -------------------------------------------------------
+    def type_of(self, v: Value | None) -> str | None:
+        """``Program.type_of`` with ``Any``/``object`` and type variables
+        (module-level names of the tree that are no class) as unknown."""
+        if v is None:
+            return None
+        t = self.p.type_of(v)
+        if t is None or t in _ANY_TYPES or (t not in self.p.classes and self.p.is_module_level_variable(t)):
+            return None
+        return t
+
+    def possible_types(self, v: Value | None, depth: int = 0) -> list[str] | None:
+        """The classes ``v`` may be an instance of; None when unknown. A class
+        object, module or function is :data:`NOT_AN_INSTANCE`."""
+        if v is None:
+            return None
+        root = v[0]
+        if len(v) == 1 and isinstance(root, GlobalRoot) and self._not_instance(root.qualname):
+            return [NOT_AN_INSTANCE]
+        if len(v) == 1 and isinstance(root, ParamRoot):
+            declared = self._declared_param(root)
+            if declared is not None:
+                return declared
+        t = self.type_of(v)
+        if t is not None:
+            return [t]
+        if len(v) >= 2 and isinstance(v[-1], str):
+            declared = self._declared_attr(v, depth)
+            if declared is not None:
+                return declared
+        if depth > 2:
+            return None
+        if len(v) == 1 and isinstance(root, ParamRoot):
+            return self._param_types(root, depth)
+        if len(v) == 2 and isinstance(root, SelfRoot) and isinstance(v[1], str):
+            # an attribute only constructors bind, each from one of their parameters
+            ws = self.p.self_attr_writers(root.cls, v[1])
+            if not ws:
+                return None
+            out: list[str] = []
+            for f, a in ws:
+                if f.name not in CONSTRUCTORS or a.value is None or a.value[0] != "name":
+                    return None
+                if not any(prm.name == a.value[1] for prm in f.params):
+                    return None
+                got = self._param_types(ParamRoot(f.qualname, a.value[1]), depth)
+                if got is None:
+                    return None
+                out += got
+            return out
+        return None
+
+    def _declared_attr(self, v: Value, depth: int) -> list[str] | None:
+        """The classes an attribute's declared annotation allows (``Optional[
+        Union[dict, PoolerConfig]]``: a dict or a PoolerConfig)."""
+        if depth > 3:
+            return None
+        owners = self.possible_types(v[:-1], depth + 1)
+        if not owners:
+            return None
+        out: list[str] = []
+        for o in owners:
+            if o == NOT_AN_INSTANCE:
+                return None
+            ann = None
+            for qn in self.p.mro(o):
+                c = self.p.classes.get(qn)
+                if c is not None and v[-1] in c.fields:
+                    ann, module = c.fields[v[-1]], c.module
+                    break
+            got = self.annotation_types(ann, module) if ann is not None else None
+            if got is None:
+                return None
+            out += got
+        return out
+
+    def annotation_types(self, ann, module: str, depth: int = 0) -> list[str] | None:
+        """The classes an annotation allows, unions spelled out; None when it
+        allows anything (``Any``, ``object``, an unbound type variable)."""
+        if ann is None or depth > 6:
+            return None
+        k = ann[0]
+        if k == "const":
+            if ann[1] is None:
+                return []
+            if isinstance(ann[1], str):
+                try:
+                    return self.annotation_types(conv(ast.parse(ann[1], mode="eval").body), module, depth + 1)
+                except SyntaxError:
+                    return None
+            return None
+        if k == "or":
+            return self._union([self.annotation_types(m, module, depth + 1) for m in ann[1]])
+        if k == "sub":
+            last = render(ann[1]).rsplit(".", 1)[-1]
+            members = ann[2][1] if ann[2][0] == "tuple" else (ann[2],)
+            if last in ("Optional", "Union"):
+                return self._union([self.annotation_types(m, module, depth + 1) for m in members])
+            if last in ("type", "Type"):
+                return [NOT_AN_INSTANCE]
+            if last in ("Annotated", "Final", "ClassVar"):
+                return self.annotation_types(members[0], module, depth + 1)
+            return self.annotation_types(ann[1], module, depth + 1)  # list[int]: a list
+        if k in ("name", "attr"):
+            if ann == ("name", "None"):
+                return []
+            bound = self._typevar_bound(ann, module)
+            if bound is not None:
+                return self.annotation_types(bound, module, depth + 1)
+            head, _, rest = render(ann).partition(".")
+            r = self.p.resolve_name(module, head)
+            if r is None:
+                return None
+            qn = self.p.resolve_qualified(f"{r}.{rest}" if rest else r)
+            if qn in _ANY_TYPES or (qn not in self.p.classes and self.p.is_module_level_variable(qn)):
+                return None
+            return [qn]
+        return None
+
+    @staticmethod
+    def _union(parts: list) -> list[str] | None:
+        out: list[str] = []
+        for x in parts:
+            if x is None:
+                return None
+            out += x
+        return out
+
+    def _declared_param(self, root: ParamRoot) -> list[str] | None:
+        """A parameter annotated ``type[X]`` (or a type variable bound to one)
+        holds a class object; the first parameter of a classmethod too."""
+        p = self.p
+        f = p.functions.get(root.function)
+        if f is None:
+            return None
+        for i, prm in enumerate(f.params):
+            if prm.name != root.name:
+                continue
+            if i == 0 and f.class_qualname and any(render(d).endswith("classmethod") for d in f.decorators):
+                return [NOT_AN_INSTANCE]
+            return self.annotation_types(prm.annotation, f.module)
+        return None
+
+    def _typevar_bound(self, ann, module: str):
+        """The ``bound=`` of a module-level ``T = TypeVar("T", bound=...)``."""
+        if ann[0] != "name":
+            return None
+        qn = self.p.resolve_name(module, ann[1])
+        if qn is None:
+            return None
+        mod, _, name = qn.rpartition(".")
+        fi = self.p.modules.get(mod)
+        val = fi.globals.get(name) if fi is not None else None
+        if val is None or val[0] != "call" or render(val[1]).rsplit(".", 1)[-1] != "TypeVar":
+            return None
+        for k, v in val[3]:
+            if k == "bound":
+                if v[0] == "const" and isinstance(v[1], str):
+                    try:
+                        return conv(ast.parse(v[1], mode="eval").body)
+                    except SyntaxError:
+                        return None
+                return v
+        return None
+
+    def _param_types(self, root: ParamRoot, depth: int) -> list[str] | None:
+        key = (root, depth)
+        if key in self._types:
+            return self._types[key]
+        self._types[key] = None  # recursion guard
+        out = self._param_types_uncached(root, depth)
+        self._types[key] = out
+        return out
+
+    def _param_types_uncached(self, root: ParamRoot, depth: int) -> list[str] | None:
+        p = self.p
+        f = p.functions.get(root.function)
+        if f is None:
+            return None
+        names = [prm.name for prm in f.params]
+        if root.name not in names:
+            return None
+        prm = f.params[names.index(root.name)]
+        if prm.kind not in ("pos", "kwonly"):
+            return None
+        out: list[str] = []
+        if names.index(root.name) == 0 and self.decorates(f):
+            out.append(NOT_AN_INSTANCE)  # a decorator gets a class or a function
+        calls = self.callers(f)
+        if not calls and not out:
+            return None
+        if not self.only_called(f):
+            return None  # also passed around as a value: some calls are not seen
+        for g, c, bound in calls:
+            arg = None
+            if prm.kind == "pos":
+                i = names.index(root.name) - (1 if bound else 0)
+                if any(a == UNKNOWN for a in c.args[: max(i, 0) + 1]):
+                    return None  # *args
+                if 0 <= i < len(c.args):
+                    arg = c.args[i]
+            if arg is None:
+                for k, v in c.kwargs:
+                    if k is None:
+                        return None  # **kwargs
+                    if k == root.name:
+                        arg = v
+            if arg is None:
+                if prm.default is None:
+                    return None
+                continue  # the default: not an object some caller made
+            got = self.possible_types(p.canon(arg, p.context(g)), depth + 1)
+            if got is None:
+                return None
+            out += got
+        return out
+
+    def only_called(self, f: FunctionInfo) -> bool:
+        """Every mention of ``f``'s name (its class's, for a constructor) in
+        the tree's files is its definition, an import, a decorator or a call
+        spelled with that name: no list of hooks, callback or alias calls it
+        where no call site shows. Strings and comments count as mentions."""
+        name = f.name
+        if f.name in CONSTRUCTORS and f.class_qualname:
+            name = f.class_qualname.rsplit(".", 1)[-1]
+        hit = self._only_called.get(name)
+        if hit is not None:
+            return hit
+        p = self.p
+        accounted = 0
+        for fi in p.indexes:
+            if fi.error is not None:
+                continue
+            accounted += sum(1 for c in fi.classes if c.name == name)
+            accounted += sum(1 for g in fi.functions if g.name == name)
+            accounted += sum(1 for local in fi.imports if local == name)
+            accounted += sum(
+                1 for local, target in fi.imports.items() if local != name and target.rsplit(".", 1)[-1] == name
+            )
+            accounted += (fi.all_names or ()).count(name)
+            scans = fi.scans
+            if isinstance(scans, tuple):
+                accounted += len(scans[1].get(name, ())) // 2
+            accounted += sum(1 for c in fi.module_calls if c.func[-1] == name)
+            for g in fi.functions:
+                for a in g.assigns:
+                    if a.kind == "import" and (a.target == ("name", name) or a.value[1].rsplit(".", 1)[-1] == name):
+                        accounted += 1
+            for holder in (*fi.classes, *fi.functions):
+                for d in holder.decorators:
+                    d0 = d[1] if d[0] == "call" else d
+                    if d0[-1] == name:
+                        accounted += 1
+        pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
+        mentions = 0
+        for fi in p.indexes:
+            if fi.error is not None:
+                continue
+            data = self._source(fi.path)
+            if name.encode() in data:
+                mentions += len(pattern.findall(data))
+        ok = mentions <= accounted
+        self._only_called[name] = ok
+        return ok
+
+    def _source(self, path: str) -> bytes:
+        data = self._sources.get(path)
+        if data is None:
+            try:
+                data = read_bytes(path)
+            except OSError:
+                data = b""
+            self._sources[path] = data
+        return data
+
+    def decorates(self, f: FunctionInfo) -> bool:
+        """``f`` is used as a decorator (``@f`` or ``@f(...)``) somewhere."""
+        if self._decorators is None:
+            used: set = set()
+            p = self.p
+            for holder in list(p.classes.values()) + list(p.functions.values()):
+                for d in holder.decorators:
+                    d0 = d[1] if d[0] == "call" else d
+                    if d0[0] in ("name", "attr"):
+                        used.add(d0[1] if d0[0] == "name" else d0[2])
+            self._decorators = used
+        return f.name in self._decorators and f.class_qualname is None
+
+    def callers(self, f: FunctionInfo) -> list:
+        """The calls of ``f`` seen in the tree: (caller, call, bound), bound
+        when ``self`` is not among the call's arguments. Constructors are
+        called through their class."""
+        hit = self._callers.get(f.qualname)
+        if hit is not None:
+            return hit
+        p = self.p
+        key = f.name
+        cls_name = None
+        if f.name in CONSTRUCTORS and f.class_qualname:
+            cls_name = f.class_qualname.rsplit(".", 1)[-1]
+            key = cls_name
+        out = []
+
+        def pick(scans: tuple) -> list:
+            return list(scans[1].get(key, ()))
+
+        candidates = list(scan_hits(p.functions, p.indexes, pick))
+        for m in self.module_functions().values():
+            for c in m.calls:
+                last = c.func[2] if c.func[0] == "attr" else c.func[1] if c.func[0] == "name" else None
+                if last == key:
+                    candidates.append((m, c))
+        for g, c in candidates:
+            callee = p.canon(c.func, p.context(g))
+            if callee is None:
+                continue
+            if cls_name is not None:
+                if len(callee) == 1 and isinstance(callee[0], GlobalRoot) and callee[0].qualname in p.classes:
+                    if p.lookup_method(callee[0].qualname, f.name) is f:
+                        out.append((g, c, True))
+                continue
+            if p.callee_function(callee) is not f:
+                continue
+            unbound = len(callee) == 1 and isinstance(callee[0], GlobalRoot)
+            out.append((g, c, bool(f.self_name) and not unbound))
+        self._callers[f.qualname] = out
+        return out
+
+
+def copy_source(v: Value | None, program: Program | None = None) -> tuple | None:
+    """For a value made by ``copy.copy(x)``/``copy.deepcopy(x)``/
+    ``dataclasses.replace(x, ...)``, directly or stored by a constructor in an
+    attribute (``self.config = copy.deepcopy(config)``): (the call's
+    qualified name, ``x``)."""
+    if v is None:
+        return None
+    if program is not None and len(v) == 2 and isinstance(v[0], SelfRoot) and isinstance(v[1], str):
+        ws = program.self_attr_writers(v[0].cls, v[1])
+        if len(ws) == 1 and ws[0][0].name in CONSTRUCTORS and ws[0][1].value is not None:
+            f, a = ws[0]
+            return copy_source(program.canon(a.value, program.context(f, v[0].cls)))
+    if not isinstance(v[0], CallRoot):
+        return None
+    callee = v[0].callee
+    if len(callee) == 1 and isinstance(callee[0], GlobalRoot) and callee[0].qualname in COPY_CALLS:
+        args = [a for a in v[0].args if not isinstance(a, KwArg)]
+        if args:
+            return callee[0].qualname, args[0]
+    return None
