@@ -49,6 +49,7 @@ import ast
 import re
 from collections import deque
 
+from ...facts.catalog import PURE_BUILTINS
 from ...facts.cost import StateKind
 from ...facts.state import related, show
 from ...index.expr import dotted, render
@@ -668,6 +669,51 @@ class HoistPlanner(InputAnalysis):
                     f"{where} changes {what}{through} between the uses: one value for all of them would be stale"
                 )
                 return
+        self._check_unresolved_between(f, occ, hp, loops, inputs, reasons)
+
+    def _check_unresolved_between(self, f, occ: list, hp, loops: list, inputs: list, reasons: list) -> None:
+        """A call between the uses (or in a loop repeating one) that cachelint
+        cannot resolve to a function of the tree, and that receives an input
+        of the call or an object the input hangs off (as its receiver or an
+        argument), may change that input: nothing proves it does not."""
+        p, st = self.p, self.a.state
+        last = occ[-1].call
+        uses = {(x.call.line, x.call.column) for x in occ}
+        for c in f.calls:
+            if (c.line, c.column) in uses or c.in_handler:
+                continue
+            between = hp.line <= c.line <= last.end_line
+            if not between and not any(a <= c.line <= b for a, b in loops):
+                continue
+            if any(
+                x.call.line <= c.line <= x.call.end_line
+                and (c.line, c.column) >= (x.call.line, x.call.column)
+                and (c.end_line, c.end_column) <= (x.call.end_line, x.call.end_column)
+                for x in occ
+            ):
+                continue  # part of a use (its arguments are evaluated with it)
+            if resolve_call(p, f, c) is not None:
+                continue  # a function of the tree: the effects above follow it
+            callee = p.call_callee(f, c)
+            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                qn = callee[0].qualname
+                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
+                    continue
+            if self.a.cost.purity(p.callee_names(callee, dotted(c.func)), None).pure:
+                continue  # declared pure (catalog or configuration)
+            passed = [c.func[1]] if c.func[0] == "attr" else []
+            passed += [*c.args, *(v for _kw, v in c.kwargs)]
+            for part in passed:
+                v = st.value(f, part)
+                if v is None:
+                    continue
+                for iv, shown in inputs:
+                    if related(v, iv):
+                        reasons.append(
+                            f"`{render(c.func)}(...)` (line {c.line}) is a call cachelint cannot resolve, and it "
+                            f"receives `{render(part)}`: it may change `{shown}` between the uses"
+                        )
+                        return
 
     def _local_inputs(self, s: Site) -> list[tuple[tuple, str]]:
         """What the call at ``s`` reads, as canonical values with their text:
