@@ -348,10 +348,18 @@ def encode_fix(ff: FileFix, enc: str, bom: bool) -> tuple[bytes, str | None]:
 def check_fix(ff: FileFix, roots: list[str] | None = None) -> tuple[bytes, str | None]:
     """What :func:`write_fix` would write for ``ff`` (read from the texts in
     memory, not the disk), or the error for which it would not: ``--diff``."""
-    target = os.path.realpath(ff.path)
-    if roots is not None and not _inside(target, roots):
-        return b"", f"{ff.path}: links to {target}, outside the checked paths; fix not written"
+    err = _outside(ff.path, roots)
+    if err is not None:
+        return b"", err
     return encode_fix(ff, ff.encoding, ff.bom)
+
+
+def _outside(path: str, roots: list[str] | None) -> str | None:
+    """Why ``path`` is not written: it resolves (a symbolic link) outside ``roots``."""
+    target = os.path.realpath(path)
+    if roots is not None and not _inside(target, roots):
+        return f"{path}: links to {target}, outside the checked paths; fix not written"
+    return None
 
 
 def write_fix(ff: FileFix, roots: list[str] | None = None) -> str | None:
@@ -365,9 +373,10 @@ def write_fix(ff: FileFix, roots: list[str] | None = None) -> str | None:
     lies inside ``roots`` (the paths cachelint was given), since cachelint
     never writes outside them.
     """
+    err = _outside(ff.path, roots)
+    if err is not None:
+        return err
     target = os.path.realpath(ff.path)
-    if roots is not None and not _inside(target, roots):
-        return f"{ff.path}: links to {target}, outside the checked paths; fix not written"
     try:
         _, text, enc, bom = _read(target)
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as e:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ..index.walk import index_source
 from ..model import Finding
 from ..rules.runner import run_rules
-from .fixer import FileFix, check_fix, compute_fixes, encode_fix, write_fix
+from .fixer import FileFix, check_fix, compute_fixes, write_fix
 
 if TYPE_CHECKING:
     from ..facts.analysis import Analysis
@@ -60,7 +60,9 @@ def run_fix_passes(
     """
     out = FixOutcome(findings=findings)
     texts: dict[str, str] = {}  # path -> its text after the passes so far
-    payloads: dict[str, bytes] = {}  # path -> those texts' bytes, as --fix writes them
+    # --diff: path -> those texts' bytes, as --fix would write them (--fix
+    # writes them, and the analysis reads the disk)
+    payloads: dict[str, bytes] = {}
     first: dict[str, FileFix] = {}  # path -> its fix, from the text before any pass
     invariants = analysis.invariants
     for n in range(MAX_FIX_PASSES):
@@ -79,13 +81,13 @@ def run_fix_passes(
             if ff.new != ff.old:
                 if write:
                     err = write_fix(ff, roots=roots)
-                    payload = encode_fix(ff, ff.encoding, ff.bom)[0] if err is None else b""
                 else:
                     payload, err = check_fix(ff, roots)
+                    if err is None:
+                        payloads[ff.path] = payload
                 if err:
                     out.errors.append(err)
                     continue
-                payloads[ff.path] = payload
                 changed.append(ff)
             fixed_ids.update(id(f) for f in ff.findings)
         fixed_now = [f for f in findings if id(f) in fixed_ids]
