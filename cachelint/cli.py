@@ -89,9 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--min-cost",
-        choices=("high", "low"),
         default=None,
-        help="CL002 reports catalog entries of at least this cost (default: the min-cost setting, else high)",
+        metavar="LEVEL",
+        help='"high" or "low": the catalog entries CL002 reports; or a time per step ("10us", "1ms"):'
+        " drop findings estimated below it (default: the min-cost setting, else high)",
     )
     c.add_argument(
         "--include-vendored",
@@ -389,7 +390,7 @@ def _hot_paths(args) -> int:
 
 def _check(args) -> int:
     from .api import check
-    from .config import ConfigError
+    from .config import ConfigError, min_cost_setting
     from .lock.lockfile import LockError
     from .output.report import fixed_summary, statistics, summary, to_json, to_text
     from .output.terminal import colour_enabled, progress_for, write_coloured
@@ -406,11 +407,15 @@ def _check(args) -> int:
         select = _split(args.select)
         if args.extend_select:
             select = (select or cfg.select) + (_split(args.extend_select) or ())  # `or ()`: for the type checker
+        min_cost, min_time = (None, None)
+        if args.min_cost is not None:
+            min_cost, min_time = min_cost_setting(args.min_cost, "--min-cost")
         cfg = cfg.with_overrides(
             select=select,
             ignore=_split(args.ignore),
             preset=args.preset,
-            min_cost=args.min_cost,
+            min_cost=min_cost,
+            min_time=min_time,
             include_vendored=args.include_vendored,
         )
         cache_dir = None if args.no_cache or os.environ.get("CACHELINT_NO_CACHE") else _cache_dir(args, cfg, paths)

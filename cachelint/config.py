@@ -54,6 +54,8 @@ class CatalogEntry:
     cost: str = "high"  # high | low: CL002 reports low-cost entries only with min-cost = "low"
     # never raises (for any arguments, on any host): a hoist may run it where it did not run
     total: bool = False
+    # seconds per call (`time = "20us"`); None: the calibrated time of its kind
+    seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,11 @@ class Config:
     src: tuple[str, ...] = ()  # source roots, relative to the configuration file's directory
     unsafe_fixes: bool = False
     min_cost: str = "high"  # CL002 reports catalog entries of at least this cost
+    # `min-cost` given as a time ("10us"): findings estimated below it per step are dropped
+    min_time: float | None = None
+    # runs per step of each hot kind, overriding cachelint/facts/costs.toml ([tool.cachelint.frequency])
+    frequency: tuple[tuple[str, float], ...] = ()
+    extend_compile_decorators: tuple[str, ...] = ()
     source: str | None = None  # the file it came from
     # resolved later by `resolve_presets`
     active_presets: tuple[str, ...] = ()
@@ -84,6 +91,8 @@ class Config:
     catalog: tuple[CatalogEntry, ...] = field(default=())
     decorators: tuple[str, ...] = DEFAULT_CACHE_DECORATORS
     cold: tuple[str, ...] = ()  # functions the hot-path walk never enters
+    # class decorators that compile the class's forward (presets plus extend-compile-decorators)
+    compile_decorators: tuple[str, ...] = ()
 
     def with_overrides(self, **kw) -> Config:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
@@ -120,6 +129,8 @@ _KEYS = {
     "vendored",
     "extend-vendored",
     "include-vendored",
+    "frequency",
+    "extend-compile-decorators",
 }
 
 
@@ -136,6 +147,47 @@ def _cost(value, where: str, what: str) -> str:
     if value not in COSTS:
         raise ConfigError(f'{where}: {what} {value!r} must be "high" or "low"')
     return value
+
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def parse_time(value: str) -> float | None:
+    """``"20us"``, ``"1.5 ms"``, ``"300ns"`` in seconds; None if it is not a time."""
+    text = value.strip().lower().replace(" ", "")
+    for unit in sorted(_UNITS, key=len, reverse=True):
+        if text.endswith(unit):
+            try:
+                n = float(text[: -len(unit)])
+            except ValueError:
+                return None
+            return n * _UNITS[unit] if n >= 0 else None
+    return None
+
+
+def min_cost_setting(value, where: str) -> tuple[str, float | None]:
+    """``min-cost``: ``"high"``, ``"low"``, or a time per step (``"10us"``): the
+    catalog level CL002 reports, and the estimated time per step below which a
+    finding is dropped (a time also lets CL002 report ``low`` entries)."""
+    if value in COSTS:
+        return value, None
+    t = parse_time(value) if isinstance(value, str) else None
+    if t is None:
+        raise ConfigError(f'{where}: `min-cost` {value!r} must be "high", "low" or a time per step such as "10us"')
+    return "low", t
+
+
+def _frequency(v, where: str) -> tuple[tuple[str, float], ...]:
+    if not isinstance(v, dict):
+        raise ConfigError(f"{where}: `frequency` must be a table of hot kind = runs per step")
+    out = []
+    for k, n in v.items():
+        if k not in KINDS:
+            raise ConfigError(f"{where}: `frequency` kind {k!r} is not one of {', '.join(KINDS)}")
+        if isinstance(n, bool) or not isinstance(n, (int, float)) or n < 0:
+            raise ConfigError(f"{where}: `frequency.{k}` must be a number of runs per step (>= 0)")
+        out.append((k, float(n)))
+    return tuple(out)
 
 
 def _roots(v, where: str, key: str) -> tuple[HotRoot, ...]:
@@ -164,6 +216,11 @@ def _catalog(v, where: str, key: str) -> tuple[CatalogEntry, ...]:
             out.append(CatalogEntry(item))
         elif isinstance(item, dict) and isinstance(item.get("pattern"), str):
             cost = _cost(item.get("cost", "high"), where, f"`{key}` cost")
+            seconds = None
+            if "time" in item:
+                seconds = parse_time(item["time"]) if isinstance(item["time"], str) else None
+                if seconds is None:
+                    raise ConfigError(f'{where}: `{key}` time {item["time"]!r} must be a time such as "20us"')
             out.append(
                 CatalogEntry(
                     item["pattern"],
@@ -172,6 +229,7 @@ def _catalog(v, where: str, key: str) -> tuple[CatalogEntry, ...]:
                     str(item.get("why", "")),
                     cost,
                     bool(item.get("total", False)),
+                    seconds,
                 )
             )
         else:
@@ -215,7 +273,10 @@ def parse_table(t: dict, where: str) -> Config:
     if "unsafe-fixes" in t:
         kw["unsafe_fixes"] = bool(t["unsafe-fixes"])
     if "min-cost" in t:
-        kw["min_cost"] = _cost(t["min-cost"], where, "`min-cost`")
+        kw["min_cost"], kw["min_time"] = min_cost_setting(t["min-cost"], where)
+    if "frequency" in t:
+        kw["frequency"] = _frequency(t["frequency"], where)
+    kw["extend_compile_decorators"] = _str_list(t, "extend-compile-decorators", where)
     vendored = _str_list(t, "vendored", where) if "vendored" in t else DEFAULT_VENDORED
     kw["vendored"] = vendored + _str_list(t, "extend-vendored", where)
     if "include-vendored" in t:
@@ -304,12 +365,15 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
     catalog: list[CatalogEntry] = []
     decorators: list[str] = list(DEFAULT_CACHE_DECORATORS)
     cold: list[str] = []
+    compile_decorators: list[str] = []
     for n in names:
         data = load_preset(n)
         roots.extend(_roots(data.get("hot-roots", []), f"preset {n}", "hot-roots"))
         catalog.extend(_catalog(data.get("expensive-calls", []), f"preset {n}", "expensive-calls"))
         decorators.extend(_str_list(data, "cache-decorators", f"preset {n}"))
         cold.extend(_str_list(data, "cold-functions", f"preset {n}"))
+        compile_decorators.extend(_str_list(data, "compile-decorators", f"preset {n}"))
+    compile_decorators.extend(cfg.extend_compile_decorators)
     if cfg.cache_decorators is not None:
         decorators = list(cfg.cache_decorators)
     decorators.extend(cfg.extend_cache_decorators)
@@ -330,4 +394,5 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
         catalog=tuple(catalog),
         decorators=tuple(dict.fromkeys(decorators)),
         cold=tuple(dict.fromkeys(cold)),
+        compile_decorators=tuple(dict.fromkeys(compile_decorators)),
     )

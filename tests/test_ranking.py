@@ -1,4 +1,4 @@
-"""Ranking: each finding says how often its site runs; text output and --statistics use it."""
+"""Ranking: each finding says how often its site runs and what that costs per step; text output and --statistics use it."""
 
 from __future__ import annotations
 
@@ -65,10 +65,15 @@ def test_a_helper_reached_per_request_and_per_layer_runs_per_layer(tmp_path):
     assert got["a.py"]["data"]["hot_kind"] == "per-step"
 
 
-def test_text_lists_the_most_frequent_first_and_statistics_group_by_kind(tmp_path):
+def test_text_lists_the_costliest_per_step_first_and_statistics_group_by_kind(tmp_path):
+    import json
+
     work = _project(tmp_path)
     text = run_cli("check", ".", cwd=work).stdout
-    assert text.index("b.py:") < text.index("a.py:")  # per-layer before per-step, whatever the path order
+    found = json.loads(run_cli("check", ".", "--output-format", "json", cwd=work).stdout)
+    ranked = sorted(found, key=lambda f: -f["data"]["estimate"]["rank_seconds"])
+    first, second = (f["path"] + ":" for f in ranked)
+    assert text.index(first) < text.index(second)  # by estimated time per step, whatever the path order
     stats = run_cli("check", ".", "--statistics", cwd=work).stdout.splitlines()
     assert stats[0].split("\t")[:2] == ["2", "CL002"]
     kinds = [line.split()[-1] for line in stats[1:]]

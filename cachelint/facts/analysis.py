@@ -13,12 +13,14 @@ from ..config import Config
 from ..index.records import CallSite, FileIndex, FunctionInfo
 from ..lock.lockfile import Invariant
 from ..semantic.callgraph import HotPaths, hot_paths
+from ..semantic.compiled import compiled_functions, traced_only
 from ..semantic.idioms import CacheDecorators
 from ..semantic.program import Program
 from .bodies import Bodies
 from .cachesites import CacheAnalysis
 from .catalog import Catalog
 from .cost import CostModel
+from .estimate import Estimator
 from .invariants import InvariantCheck, InvariantState
 from .state import ProcessState
 
@@ -47,6 +49,16 @@ class Analysis:
     def cost(self) -> CostModel:
         """The cost and purity model every rule and fix asks (one memo per run)."""
         return CostModel(self.program, self.catalog)
+
+    @cached_property
+    def compiled(self) -> dict[str, str]:
+        """Functions inside a torch.compile'd region, each with the compiled root reaching it."""
+        return compiled_functions(self.program, self.config.compile_decorators)
+
+    @cached_property
+    def estimates(self) -> Estimator:
+        """Each finding's estimated time per step (cost per call x how often it runs)."""
+        return Estimator(self.program, self.hot, self.cost, self.config, traced_only(self.hot, self.compiled))
 
     @cached_property
     def bodies(self) -> Bodies:

@@ -40,8 +40,16 @@ tree is visibly cheap (:meth:`CostModel.visibly_cheap`).
 
 from __future__ import annotations
 
+import functools
+import sys
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 from ..config import CatalogEntry
 from ..index.expr import dotted
@@ -93,6 +101,45 @@ _CONTAINER_READS = frozenset(
 _CONTAINERS = frozenset(
     ["dict", "list", "set", "frozenset", "tuple", "defaultdict", "OrderedDict", "deque", "MappingProxyType"]
 )
+
+
+COSTS_FILE = Path(__file__).with_name("costs.toml")
+
+
+@functools.cache
+def cost_table() -> dict:
+    """``costs.toml``: seconds per call by catalog kind, baselines, frequencies (do not mutate)."""
+    with COSTS_FILE.open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def baseline(name: str) -> float:
+    return float(cost_table()["baseline"][name]["seconds"])
+
+
+def kind_seconds(kind: str) -> tuple[float, str]:
+    """Seconds per call of a catalogued callee of ``kind``, and the evidence."""
+    kinds = cost_table()["kinds"]
+    row = kinds.get(kind) or kinds["expensive"]
+    return float(row["seconds"]), str(row.get("evidence", ""))
+
+
+def format_seconds(s: float) -> str:
+    """``1.2 µs``, ``38 µs``, ``1.3 ms``, ``120 ns``: two significant figures at most."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= scale:
+            v = s / scale
+            return f"{v:.1f} {unit}" if v < 10 else f"{v:.0f} {unit}"
+    v = s / 1e-9
+    return f"{v:.0f} ns" if v >= 1 else "<1 ns"
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """What one call costs, in seconds, and why that much (``basis``)."""
+
+    seconds: float
+    basis: str
 
 
 def _stub(fn: FunctionInfo) -> bool:
@@ -308,6 +355,79 @@ class CostModel:
         """Why calling ``fn`` is expensive on each run (:meth:`cost`), or None."""
         cost = self.cost(names, fn)
         return None if cost is None else cost.reason
+
+    # ----- time per call --------------------------------------------------------------------
+    def seconds(self, names: list[str], fn: FunctionInfo | None) -> Timing:
+        """What one call of ``fn`` (known by ``names``) costs, in seconds.
+
+        A catalog entry: its ``time``, else its kind's calibrated time
+        (``costs.toml``), except a ``config-derivation`` entry whose body is in
+        the tree, which is timed by its body. A function of the tree: its body
+        (:meth:`body_seconds`). A memoized function: a dict lookup. A call
+        cachelint cannot resolve: an ordinary small Python call."""
+        entry = self.catalog.match(names)
+        if entry is not None and entry.kind == "declared-pure":
+            entry = None
+        body = fn if fn is not None and not self.program.is_cached(fn) else None
+        shown = names[0] if names else (fn.qualname if fn is not None else "?")
+        if entry is not None and not (entry.kind in BODY_DECIDES and body is not None):
+            if entry.seconds is not None:
+                return Timing(
+                    entry.seconds, f"`{shown}`: {format_seconds(entry.seconds)} per call, as its catalog entry says"
+                )
+            t, _evidence = kind_seconds(entry.kind)
+            return Timing(t, f"`{shown}`, kind {entry.kind}: {format_seconds(t)} per call, calibrated")
+        if fn is not None and body is None:
+            t = baseline("python-call") + baseline("dict-lookup")
+            return Timing(t, f"`{fn.qualname}` is memoized: a lookup per call")
+        if body is not None:
+            t = self.body_seconds(body)
+            return Timing(t, f"the body of `{body.qualname}`, followed {MAX_DEPTH} calls deep")
+        return Timing(baseline("python-call"), f"`{shown}` is not resolved: counted as a small Python call")
+
+    def body_seconds(self, fn: FunctionInfo, depth: int = 0) -> float:
+        """One run of ``fn``'s body: a call's overhead, its assignments, and each
+        call it makes on each run (not in ``except`` handlers or under a
+        fill-once guard), times the loop count when in a loop; followed
+        :data:`MAX_DEPTH` calls deep, an ordinary call below that."""
+        key = ("sec", fn.qualname, depth)
+        memo = self._memo
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        call = baseline("python-call")
+        if depth > MAX_DEPTH:
+            return call
+        memo[key] = call  # recursion: the call itself
+        loop = float(cost_table()["loop"]["iterations"])
+        total = call + baseline("attribute") * len(fn.assigns)
+        for c in fn.calls:
+            if c.in_handler or fills_once(fn, c):
+                continue
+            t = self._call_seconds(fn, c, depth)
+            total += t * loop if c.in_loop else t
+        memo[key] = total
+        return total
+
+    def _call_seconds(self, fn: FunctionInfo, c, depth: int) -> float:
+        f0 = c.func
+        if f0[0] == "name" and f0[1] in _CHEAP_BUILTINS:
+            return baseline("attribute")
+        p = self.program
+        callee = p.call_callee(fn, c)
+        names = p.callee_names(callee, dotted(f0))
+        target = p.callee_function(callee) if callee is not None else None
+        entry = self.catalog.match(names)
+        if entry is not None and entry.kind != "declared-pure":
+            if not (entry.kind in BODY_DECIDES and target is not None and not p.is_cached(target)):
+                return entry.seconds if entry.seconds is not None else kind_seconds(entry.kind)[0]
+        if target is None:
+            return baseline("python-call")
+        if p.is_cached(target):
+            return baseline("python-call") + baseline("dict-lookup")
+        if target is fn:
+            return baseline("python-call")
+        return self.body_seconds(target, depth + 1)
 
     # ----- purity -------------------------------------------------------------------------
     def purity(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> Purity:

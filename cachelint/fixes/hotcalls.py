@@ -8,16 +8,19 @@ recomputed, the chain from the root, and the rewrite's notes.
 
 from __future__ import annotations
 
+from ..facts.estimate import Estimate
 from ..index.expr import render
 from ..model import Finding, Fix, Span
 from ..semantic.callgraph import HotPaths
 from .hoisting import Site
 
 
-def hot_call_finding(code: str, s: Site, hot: HotPaths, compiled_from: str | None = None) -> Finding:
+def hot_call_finding(
+    code: str, s: Site, hot: HotPaths, estimate: Estimate, compiled_from: str | None = None
+) -> Finding:
     """The finding for expensive call (or property read) ``s`` on a hot path:
     its message (the work, how often, why, the chain, what the fix relies on)
-    and its structured data."""
+    and its structured data, with its ``estimate`` per step."""
     f, c, cost = s.function, s.call, s.cost
     chain = hot.chain(f.qualname)
     assert chain is not None  # a planned site is in a hot function
@@ -59,6 +62,7 @@ def hot_call_finding(code: str, s: Site, hot: HotPaths, compiled_from: str | Non
             "repeated": s.repeated,
             "compiled_from": compiled_from,
             "property_read": c.is_read,
+            "estimate": estimate.to_data(),
         },
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from ..facts.estimate import rank_of
 from ..model import Applicability, Finding, HotCoverage
 from ..rules import BY_CODE
 from ..semantic.callgraph import frequency_rank
@@ -16,8 +17,20 @@ def frequency(f: Finding) -> str:
 
 
 def by_frequency(findings: list[Finding]) -> list[Finding]:
-    """Most frequently run sites first; within a kind, by place."""
-    return sorted(findings, key=lambda f: (frequency_rank(frequency(f)), f.path, f.span.line, f.span.column, f.code))
+    """Errors first, then by estimated time per step (weighted down for code
+    traced by torch.compile), then the most frequently run sites; then by place."""
+    return sorted(
+        findings,
+        key=lambda f: (
+            severity(f) != "error",
+            -rank_of(f.data),
+            frequency_rank(frequency(f)),
+            f.path,
+            f.span.line,
+            f.span.column,
+            f.code,
+        ),
+    )
 
 
 def _col1(c: int) -> int:
@@ -91,6 +104,8 @@ def to_text(
         if show_chain and f.hot_path:
             kind = f.data.get("hot_kind") or "hot"
             lines.append(f"  = hot path ({kind}): " + " -> ".join(_short(x) for x in f.hot_path))
+        if show_chain and f.data and f.data.get("estimate"):
+            lines.append(f"  = estimate: {f.data['estimate']['text']}")
         if f.fix is not None:
             lines.append(f"  = fix ({f.fix.applicability.value}): {f.fix.message}")
             if show_fixes:

@@ -258,6 +258,8 @@ class Runner:
 """,
             },
             expensive_calls=_CATALOG,
+            # on a hot path: the finding carries its estimated time per step
+            hot_roots=({"pattern": "*.Runner.step", "kind": "per-step"},),
         ),
         # no guard at the use site: unsafe fix naming the residual condition
         Example(
@@ -282,7 +284,7 @@ def max_encoder_len(config: EngineConfig) -> int:
         ),
     ]
 
-    reads = ("cache_analysis", "hot", "removable_names")
+    reads = ("cache_analysis", "hot", "removable_names", "estimates")
 
     def check(self, analysis):
         ca = analysis.cache_analysis
@@ -340,5 +342,6 @@ def max_encoder_len(config: EngineConfig) -> int:
                 "residual_guard": list(use.residual_text),
                 "cost": site.cost,
                 "hot_kind": analysis.hot.kind(g.qualname),
-            },
+            }
+            | ({"estimate": analysis.estimates.site(g, c).to_data()} if analysis.hot.is_hot(g.qualname) else {}),
         )

@@ -156,7 +156,7 @@ class ExpensiveCallOnHotPath(Rule):
     name = "expensive-call-on-hot-path"
     summary = "Expensive call on a hot path"
     fix_availability = "sometimes"
-    reads = ("hot", "program", "config", "cost", "cached_call_spans", "bodies", "state")
+    reads = ("hot", "program", "config", "cost", "cached_call_spans", "bodies", "state", "compiled", "estimates")
     needs_hot_paths = True
 
     VALID = [
@@ -772,8 +772,12 @@ class Runner:
         sites = planner.select(sites)
         planner.plan(sites)
         compiled = planner.compiled() if sites else {}
+        estimates = analysis.estimates if sites else None
         for s in sites:
-            yield hot_call_finding(self.code, s, hot, compiled.get(s.function.qualname))
+            assert estimates is not None
+            yield hot_call_finding(
+                self.code, s, hot, estimates.site(s.function, s.call), compiled.get(s.function.qualname)
+            )
 
     def _property_sites(self, analysis, costs: CostModel, covered: set, low_ok: bool) -> list[Site]:
         """Reads of expensive uncached properties in hot functions: a call of the getter each."""

@@ -36,6 +36,11 @@ def run_rules(analysis: Analysis, rules) -> tuple[list[Finding], list[bool]]:
         findings: list[Finding] = []
         for rule_cls in rules:
             findings.extend(rule_cls().check(analysis))
+        floor = analysis.config.min_time
+        if floor is not None:  # `min-cost = "10us"`: what is estimated below it per step is noise
+            findings = [
+                f for f in findings if "estimate" not in f.data or f.data["estimate"]["per_step_seconds"] >= floor
+            ]
         ran = frozenset(r.code for r in rules)
         audits: list[Finding] = []
         for rule_cls in rules:  # rules about the others' findings (unused suppressions)

@@ -3,16 +3,14 @@ and the source text; and which functions run inside ``torch.compile``."""
 
 from __future__ import annotations
 
-from collections import deque
-
 from ...facts.catalog import PURE_BUILTINS
 from ...files import decode_source, split_lines
 from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
-from ...semantic.callgraph import HotPaths, resolve_call
+from ...semantic.callgraph import HotPaths
 from ...semantic.program import FunctionContext, Program
 from ...semantic.values import GlobalRoot
-from .site import _DEL_BEFORE, _MUTATION_AFTER, CALLERS_FOLLOWED, _argument_for, _is_compile_call, _is_compile_decorator
+from .site import _DEL_BEFORE, _MUTATION_AFTER, CALLERS_FOLLOWED, _argument_for
 
 
 class InputAnalysis:
@@ -23,7 +21,6 @@ class InputAnalysis:
         self.p: Program = analysis.program
         self.hot = hot
         self._sources: dict[str, list[str]] = {}
-        self._compiled: dict | None = None
         self._param_memo: dict = {}
         self._constants: dict = {}  # path -> call text -> module constant name
 
@@ -270,48 +267,4 @@ class InputAnalysis:
     # ----- torch.compile ------------------------------------------------------------------
     def compiled(self) -> dict:
         """Functions compiled by torch.compile, with the compiled root reaching them."""
-        if self._compiled is not None:
-            return self._compiled
-        p = self.p
-        roots: list[str] = []
-        for f in p.functions.values():
-            if any(_is_compile_decorator(d) for d in f.decorators):
-                roots.append(f.qualname)
-        for c in p.classes.values():
-            if any(
-                (dotted(d[1] if d[0] == "call" else d) or "").split(".")[-1] == "support_torch_compile"
-                for d in c.decorators
-            ):
-                for sub in [c.qualname, *p.subclasses(c.qualname)]:
-                    m = p.lookup_method(sub, "forward")
-                    if m is not None:
-                        roots.append(m.qualname)
-        for fi in p.indexes:
-            for _name, val in fi.globals.items():
-                if (
-                    val is not None
-                    and val[0] == "call"
-                    and _is_compile_call(val[1])
-                    and val[2]
-                    and val[2][0][0] == "name"
-                ):
-                    qn = p.resolve_name(fi.module, val[2][0][1])
-                    if qn in p.functions:
-                        roots.append(qn)
-        out: dict = {}
-        queue: deque = deque()
-        for r in roots:
-            if r not in out:
-                out[r] = r
-                queue.append(r)
-        while queue:
-            qn = queue.popleft()
-            f = p.functions[qn]
-            for call in f.calls:
-                t = resolve_call(p, f, call)
-                if t is None or t.qualname in out or p.is_cached(t):
-                    continue
-                out[t.qualname] = out[qn]
-                queue.append(t.qualname)
-        self._compiled = out
-        return out
+        return self.a.compiled

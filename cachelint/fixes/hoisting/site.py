@@ -243,17 +243,6 @@ def _annotation_ok(ann, allowed: frozenset) -> bool:
     return False
 
 
-def _is_compile_call(e) -> bool:
-    d = dotted(e) or ""
-    return d in ("torch.compile", "compile") or d.endswith("torch.compile") or d.startswith("torch.compiler.")
-
-
-def _is_compile_decorator(d) -> bool:
-    if d[0] == "call":
-        return _is_compile_call(d[1])
-    return (dotted(d) or "") in ("torch.compile",) or (dotted(d) or "").endswith(".torch.compile")
-
-
 def _calls_super_init(f: FunctionInfo) -> bool:
     for c in f.calls:
         fn = c.func

@@ -1,0 +1,131 @@
+"""What a finding costs per engine step: an estimate, with its evidence.
+
+Estimated time per step = time per call x calls per run of the function x
+runs of the function per step:
+
+* time per call: :meth:`CostModel.seconds <cachelint.facts.cost.CostModel.seconds>`
+  (a catalogued kind's calibrated time, or the body in the tree, timed);
+* calls per run: 1, or the loop count (``costs.toml``, ``[loop]``) for a call
+  inside a loop, or what a rule says is repeated (two reads where one would do);
+* runs per step: the hot kind of the function (per token, per layer, per
+  step, per request; ``[frequency]``, overridable with
+  ``[tool.cachelint.frequency]``).
+
+Code reached from the hot roots only through a region compiled by
+``torch.compile`` (:mod:`cachelint.semantic.compiled`) runs in Python per
+step only in eager mode: its estimate says so, and its rank is weighted down
+(``traced-weight``). The estimate ranks findings; it never makes a fix safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import Config
+from ..index.expr import dotted
+from ..index.records import CallSite, FunctionInfo
+from ..semantic.callgraph import HotPaths
+from ..semantic.program import Program
+from .cost import CostModel, cost_table, format_seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """One finding's estimated cost per step and the evidence for it."""
+
+    per_call: float  # seconds per call
+    basis: str  # why a call costs that much
+    calls_per_run: float  # calls per run of the function
+    frequency: str  # the hot kind (per-token, per-layer, per-step, ..., once)
+    runs_per_step: float  # runs of the function per step, for that kind
+    traced: bool = False  # reached only through a torch.compile'd region
+    weight: float = 1.0  # rank weight (traced code ranks lower)
+    loop: bool = False  # the calls per run come from a loop
+
+    @property
+    def per_step(self) -> float:
+        return self.per_call * self.calls_per_run * self.runs_per_step
+
+    @property
+    def rank(self) -> float:
+        """What ranking sorts by: the time per step, weighted down when traced."""
+        return self.per_step * self.weight
+
+    def describe(self) -> str:
+        """``~38 µs per step: 1.2 µs per call (...) x 32 runs per step (per-layer)``."""
+        if self.runs_per_step == 0:
+            return f"no time per step: the site runs {self.frequency} ({self.basis})"
+        parts = [f"~{format_seconds(self.per_step)} per step: {format_seconds(self.per_call)} per call ({self.basis})"]
+        if self.calls_per_run != 1:
+            why = "in a loop, counted as" if self.loop else "repeated"
+            parts.append(f"x {self.calls_per_run:g} per run ({why} {self.calls_per_run:g})")
+        runs = "run" if self.runs_per_step == 1 else "runs"
+        parts.append(f"x {self.runs_per_step:g} {runs} per step ({self.frequency})")
+        text = " ".join(parts)
+        if self.traced:
+            text += "; reached only through code compiled by torch.compile: it runs per step only in eager mode"
+        return text
+
+    def to_data(self) -> dict:
+        """The estimate in a finding's JSON data."""
+        return {
+            "per_step_seconds": _sig(self.per_step),
+            "per_call_seconds": _sig(self.per_call),
+            "calls_per_run": self.calls_per_run,
+            "frequency": self.frequency,
+            "runs_per_step": self.runs_per_step,
+            "traced": self.traced,
+            "rank_seconds": _sig(self.rank),
+            "basis": self.basis,
+            "text": self.describe(),
+        }
+
+
+def _sig(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def rank_of(data: dict | None) -> float:
+    """The rank of a finding from its data (0 when it carries no estimate)."""
+    est = (data or {}).get("estimate")
+    return float(est["rank_seconds"]) if est else 0.0
+
+
+class Estimator:
+    """Estimates for sites of one analysis (built once, as ``Analysis.estimates``)."""
+
+    def __init__(
+        self, program: Program, hot: HotPaths, cost: CostModel, config: Config, traced: frozenset[str]
+    ) -> None:
+        self.program = program
+        self.hot = hot
+        self.cost = cost
+        self.traced = traced
+        table = cost_table()
+        self.runs = {k: float(v["runs"]) for k, v in table["frequency"].items()}
+        self.runs.update(dict(config.frequency))
+        self.loop = float(table["loop"]["iterations"])
+        self.traced_weight = float(table["loop"]["traced-weight"])
+
+    def site(self, f: FunctionInfo, c: CallSite, repeats: float | None = None) -> Estimate:
+        """The estimate for call ``c`` of ``f``: ``repeats`` is the number of
+        calls per run a fix saves (default: 1, or the loop count in a loop)."""
+        p = self.program
+        callee = p.call_callee(f, c)
+        names = p.callee_names(callee, dotted(c.func))
+        target = p.callee_function(callee) if callee is not None else None
+        timing = self.cost.seconds(names, target)
+        loop = repeats is None and c.in_loop
+        calls = repeats if repeats is not None else (self.loop if c.in_loop else 1.0)
+        kind = self.hot.kind(f.qualname) or "once"
+        traced = f.qualname in self.traced
+        return Estimate(
+            timing.seconds,
+            timing.basis,
+            calls,
+            kind,
+            self.runs.get(kind, 1.0),
+            traced,
+            self.traced_weight if traced else 1.0,
+            loop,
+        )
