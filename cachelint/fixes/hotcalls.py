@@ -28,7 +28,10 @@ def hot_call_finding(
     shown = render(c.func)
     via = " -> ".join(x.rsplit(".", 2)[-2] + "." + x.rsplit(".", 1)[-1] if x.count(".") >= 1 else x for x in chain)
     why = f" ({cost.why})" if cost.why else ""
-    if c.is_read:
+    if c.is_import:
+        module = c.args[0][1] if c.args and c.args[0][0] == "const" else "..."
+        message = f"`import {module}` is {cost.kind} work on a {kind} path{why}, and {s.repeated}"
+    elif c.is_read:
         getter = s.callee[-1] if s.callee else shown
         message = f"`{shown}` reads the uncached property `{getter}`, {cost.kind} work on a {kind} path{why}, and {s.repeated}"
     else:

@@ -56,6 +56,11 @@ class CallSite:
     # not a call but a read of a property (``func`` is the attribute read;
     # no arguments): its getter runs on each read (see cachelint.facts.properties)
     is_read: bool = False
+    # not a call but an ``import`` statement in a ``try`` that catches
+    # ImportError, in a function: a probe for an optional module (``func`` is
+    # the pseudo-name ``import-probe``, the argument the module's name). When the module is
+    # absent, each run searches the import path again: failures are not cached.
+    is_import: bool = False
 
 
 @dataclass

@@ -239,6 +239,17 @@ def _import_base(stmt: ast.ImportFrom, fi: FileIndex) -> str:
     return base
 
 
+_IMPORT_ERRORS = frozenset(["ImportError", "ModuleNotFoundError", "Exception", "BaseException"])
+
+
+def _catches_import_error(h) -> bool:
+    """An ``except`` clause that catches a failed import (bare, or naming ImportError or a base of it)."""
+    if h.type is None:
+        return True
+    types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+    return any((t.attr if isinstance(t, ast.Attribute) else getattr(t, "id", "")) in _IMPORT_ERRORS for t in types)
+
+
 def _import_bindings(stmt, fi: FileIndex) -> list[tuple[str, str]]:
     """(local name, qualified target) for each name an import statement binds."""
     out = []
@@ -484,6 +495,7 @@ class _FunctionBodyIndexer:
         self.returns: list[Expr] = []
         self.global_names: list[str] = []
         self.handler_depth = 0
+        self.probe_depth = 0  # inside the body of a `try` that catches ImportError
         self._after: tuple = ()  # what the last statement establishes for the next (see block)
 
     def _pos(self, node) -> tuple[int, int, int, int]:
@@ -657,7 +669,12 @@ class _FunctionBodyIndexer:
             return
         if t is ast.Try or t is _TryStar:
             base = len(guard)
-            g = self.block(stmt.body, guard, in_loop)
+            probe = any(_catches_import_error(h) for h in stmt.handlers)
+            self.probe_depth += probe
+            try:
+                g = self.block(stmt.body, guard, in_loop)
+            finally:
+                self.probe_depth -= probe
             normal = self.block(stmt.orelse, g, in_loop)[base:] if stmt.orelse else g[base:]
             if not (_returns_in(stmt.body) or _returns_in(stmt.orelse)):
                 normal = ()
@@ -736,6 +753,8 @@ class _FunctionBodyIndexer:
                 self._bind(tgt, UNKNOWN, stmt, guard, in_loop, "del")
             return
         if t in (ast.Import, ast.ImportFrom):
+            if self.probe_depth and self.f is not None:
+                self._import_probe(stmt, guard, in_loop)
             # function-local (lazy) imports bind names like module-level ones
             for local, target in _import_bindings(stmt, self.ix.fi):
                 self.assigns.append(
@@ -748,6 +767,34 @@ class _FunctionBodyIndexer:
         for child in ast.iter_child_nodes(stmt):
             if isinstance(child, ast.expr):
                 self.expr(child, guard, in_loop, stmt.lineno)
+
+    def _import_probe(self, stmt, guard: Guard, in_loop: bool) -> None:
+        """An ``import`` that probes for an optional module: a call of the
+        pseudo-function ``import-probe`` (no Python name can spell it; the
+        catalog prices it) with the module's name (see ``CallSite.is_import``)."""
+        if isinstance(stmt, ast.Import):
+            name = stmt.names[0].name
+        else:
+            name = "." * stmt.level + (stmt.module or "")
+        line, col, end_line, end_col = self._pos(stmt)
+        self.calls.append(
+            CallSite(
+                ("name", "import-probe"),
+                (("const", name),),
+                (),
+                line,
+                col,
+                end_line,
+                end_col,
+                guard,
+                in_loop,
+                stmt.lineno,
+                None,
+                self.handler_depth > 0,
+                False,
+                True,
+            )
+        )
 
     @staticmethod
     def _loop_after(stmt) -> tuple:

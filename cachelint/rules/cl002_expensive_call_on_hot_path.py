@@ -25,6 +25,15 @@ class ExpensiveCallOnHotPath(Rule):
     the chain of calls from the root and how often the site runs (per token,
     per layer, per step, per request, per batch).
 
+    An ``import`` statement inside a function, in a ``try`` that catches
+    ``ImportError``, counts as a call too: it probes for an optional module,
+    and while the module is absent every run searches the import path again
+    (a failed import is not cached). Its only fix is memoizing the function.
+
+    Each finding carries an estimate of the time it costs per step (the
+    call's calibrated or body-derived time, times how often the site runs),
+    and output is ranked by it.
+
     Reads of uncached derived ``@property`` attributes count as calls: a
     getter runs on every read, so ``self.model_config.uses_mrope`` read per
     step redoes the getter's work when the getter (defined in the tree) walks
@@ -160,6 +169,22 @@ class ExpensiveCallOnHotPath(Rule):
     needs_hot_paths = True
 
     VALID = [
+        # an import in a function outside any `try` catching ImportError is a
+        # lookup in sys.modules after the first run, not a probe
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        import json
+        try:
+            import pickle
+        except KeyError:
+            pass
+        return json.dumps(batch), pickle
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # the same call outside any hot path (code reached only from __init__)
         Example(
             """
@@ -369,6 +394,46 @@ class Runner:
     ]
 
     INVALID = [
+        # an import in a function that probes for an optional module: each run
+        # searches the import path again while the module is absent; the
+        # memo is unsafe (installing the package would change the answer)
+        Example(
+            """
+def has_fast_kernels() -> bool:
+    try:
+        import fast_kernels_ext
+    except ImportError:
+        return False
+    return True
+
+class Runner:
+    def execute_model(self, batch):
+        return has_fast_kernels()
+""",
+            expect=(("example.py", 3),),
+            applicability=("unsafe",),
+            message_contains=("`import fast_kernels_ext`", "probes for an optional module"),
+            fixed={
+                "example.py": """
+import functools
+
+
+@functools.cache
+def has_fast_kernels() -> bool:
+    try:
+        import fast_kernels_ext
+    except ImportError:
+        return False
+    return True
+
+class Runner:
+    def execute_model(self, batch):
+        return has_fast_kernels()
+"""
+            },
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # no __init__ of its own to hoist into: reported without a fix
         Example(
             """

@@ -144,6 +144,8 @@ class InputAnalysis:
 
     def inputs_vary(self, f: FunctionInfo, c: CallSite) -> str | None:
         """Why the callee or an argument of call ``c`` can change between runs."""
+        if c.is_import:
+            return None  # the module's name is a constant
         parts = (c.func[1],) if c.is_read else (c.func, *c.args, *(v for _kw, v in c.kwargs))
         for part in parts:
             why = self.varies(f, part)

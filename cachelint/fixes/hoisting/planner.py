@@ -99,7 +99,7 @@ class HoistPlanner(InputAnalysis):
                 groups.setdefault((s.function.qualname, s.key), []).append(s)
         out = []
         for s in sites:
-            if not s.cost.pure and self._value_discarded(s.function, s.call):
+            if not s.cost.pure and not s.call.is_import and self._value_discarded(s.function, s.call):
                 # `torch.cuda.synchronize()`, `traceback.print_exc()`: done for
                 # the effect, which no hoist or cache can keep
                 s.varies = "the call is made for its side effect; its value is discarded"
@@ -136,6 +136,11 @@ class HoistPlanner(InputAnalysis):
                     repeats.setdefault(s.key, []).append(s)
             for s in group:
                 cands = []
+                if s.call.is_import:
+                    # an import statement is no expression to replace: only its function can be memoized
+                    memo = self._memoize(s) if s.invariant else None
+                    s.fix = memo
+                    continue
                 # a value that may change between runs can only be shared within one run
                 init = self._hoist_init(s, init_names) if s.invariant else None
                 if init is not None:
