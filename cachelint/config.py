@@ -21,6 +21,9 @@ else:  # pragma: no cover - exercised on 3.10
     import tomli as tomllib
 
 PRESET_DIR = Path(__file__).parent / "presets"
+# data files beside the presets that are not presets (costs.toml: the measured
+# cost of each expensive-call kind, written by benchmarks/calibrate_cost.py)
+NOT_PRESETS = frozenset({"costs"})
 # decorators whose function runs its body once per arguments (or once per
 # object), not per call; presets add an engine's own, and so can users
 DEFAULT_CACHE_DECORATORS = ("cache", "lru_cache", "cached", "cached_property", "memoize", "cache_method")
@@ -331,15 +334,14 @@ def find_config(start: Path) -> Path | None:
 def load_preset(name: str) -> dict:
     """A preset's parsed TOML (memoized: resolving reads each preset twice; do not mutate)."""
     path = PRESET_DIR / f"{name}.toml"
-    if not path.is_file():
-        available = sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
-        raise ConfigError(f"unknown preset {name!r} (available: {', '.join(available)})")
+    if name in NOT_PRESETS or not path.is_file():
+        raise ConfigError(f"unknown preset {name!r} (available: {', '.join(available_presets())})")
     with path.open("rb") as fh:
         return tomllib.load(fh)
 
 
 def available_presets() -> list[str]:
-    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml") if p.stem not in NOT_PRESETS)
 
 
 def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
