@@ -14,7 +14,7 @@ writes (fixed values, a word-level tokenizer built locally); no weights are
 loaded. Run it outside the repository's own venv::
 
     ~/.cache/cachelint-tests/calib-venv/bin/python benchmarks/calibrate_cost.py \
-        --json /tmp/calib.json --markdown --toml cachelint/presets/costs.toml
+        --json /tmp/calib.json --markdown --toml cachelint/facts/calibration.toml
 
 ``--from-json`` prints and writes the results of such a run again, without
 measuring (and without vLLM).
@@ -613,7 +613,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", metavar="OUT", help="write every sample and the per-kind summary to OUT")
     parser.add_argument("--markdown", action="store_true", help="print the results as Markdown tables")
-    parser.add_argument("--toml", metavar="OUT", help="write the per-kind costs as TOML (cachelint/presets/costs.toml)")
+    parser.add_argument(
+        "--toml", metavar="OUT", help="write the per-kind costs as TOML (cachelint/facts/calibration.toml)"
+    )
     parser.add_argument("--repeat", type=int, default=5, help="samples per call (default 5)")
     parser.add_argument("--min-time", type=float, default=0.2, help="seconds per sample at least (default 0.2)")
     parser.add_argument("--kinds", help="comma-separated kinds to measure (default: all)")

@@ -21,9 +21,6 @@ else:  # pragma: no cover - exercised on 3.10
     import tomli as tomllib
 
 PRESET_DIR = Path(__file__).parent / "presets"
-# data files beside the presets that are not presets (costs.toml: the measured
-# cost of each expensive-call kind, written by benchmarks/calibrate_cost.py)
-NOT_PRESETS = frozenset({"costs"})
 # decorators whose function runs its body once per arguments (or once per
 # object), not per call; presets add an engine's own, and so can users
 DEFAULT_CACHE_DECORATORS = ("cache", "lru_cache", "cached", "cached_property", "memoize", "cache_method")
@@ -84,7 +81,7 @@ class Config:
     min_cost: str = "high"  # CL002 reports catalog entries of at least this cost
     # `min-cost` given as a time ("10us"): findings estimated below it per step are dropped
     min_time: float | None = None
-    # runs per step of each hot kind, overriding cachelint/facts/costs.toml ([tool.cachelint.frequency])
+    # runs per step of each hot kind, overriding cachelint/facts/frequency.toml ([tool.cachelint.frequency])
     frequency: tuple[tuple[str, float], ...] = ()
     extend_compile_decorators: tuple[str, ...] = ()
     source: str | None = None  # the file it came from
@@ -334,14 +331,15 @@ def find_config(start: Path) -> Path | None:
 def load_preset(name: str) -> dict:
     """A preset's parsed TOML (memoized: resolving reads each preset twice; do not mutate)."""
     path = PRESET_DIR / f"{name}.toml"
-    if name in NOT_PRESETS or not path.is_file():
-        raise ConfigError(f"unknown preset {name!r} (available: {', '.join(available_presets())})")
+    if not path.is_file():
+        available = sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+        raise ConfigError(f"unknown preset {name!r} (available: {', '.join(available)})")
     with path.open("rb") as fh:
         return tomllib.load(fh)
 
 
 def available_presets() -> list[str]:
-    return sorted(p.stem for p in PRESET_DIR.glob("*.toml") if p.stem not in NOT_PRESETS)
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
 
 
 def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
