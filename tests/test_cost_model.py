@@ -344,3 +344,62 @@ def test_state_reads_in_body_order():
         (StateKind.CATALOGUED, "os.getenv", "environment"),
     ]
     assert model.state_reads(_fn(p, "helper")) == ()
+
+
+# ----- computation: a looping body of the tree, timed -------------------------------------
+
+LOOPS = """
+def _pages(size, page):
+    return -(-size // page)
+
+
+def total_pages(sizes, page):
+    total = 0
+    for s in sizes:
+        total += _pages(s, page) + _pages(s, 2 * page)
+    return total
+
+
+def ids_of(groups):
+    ids = []
+    for i in range(len(groups)):
+        ids.append(_pages(i, 2) + _pages(i, 3))
+    return ids
+
+
+def drain(queue):
+    out = []
+    for _ in range(4):
+        out.append(queue.pop() + queue.pop())
+    return out
+
+
+def small(sizes):
+    return _pages(sizes[0], 2)
+"""
+
+
+def test_a_looping_pure_body_above_the_floor_is_computation_work():
+    model, p = _model(LOOPS)
+    cost = _cost(model, p, "total_pages")
+    assert cost is not None and (cost.kind, cost.decided, cost.pure) == ("computation", Decided.COMPUTE, True)
+    assert "loops on each call" in cost.why
+    # a list the body builds and fills is a local effect: still pure
+    ids = _cost(model, p, "ids_of")
+    assert ids is not None and ids.decided is Decided.COMPUTE and ids.pure
+
+
+def test_an_impure_loop_or_a_body_without_a_loop_is_not_computation_work():
+    model, p = _model(LOOPS)
+    assert _cost(model, p, "drain") is None  # `queue.pop()`: a result that changes with the same input
+    assert _cost(model, p, "small") is None  # no loop
+
+
+def test_seconds_times_a_body_from_its_calls_and_loops():
+    model, p = _model(LOOPS)
+    one = model.body_seconds(_fn(p, "_pages"))
+    loop = model.body_seconds(_fn(p, "total_pages"))
+    assert loop > 8 * 2 * one * 0.9  # two calls per iteration, eight iterations
+    t = model.seconds(["m.total_pages"], _fn(p, "total_pages"))
+    assert t.seconds == loop and "the body of `m.total_pages`" in t.basis
+    assert model.seconds(["ext.unknown"], None).basis.endswith("counted as a small Python call")

@@ -18,7 +18,14 @@ better witness, and it decides:
   through other functions of the tree (:meth:`CostModel.reach`);
 * or when it *walks a config*: probes several attributes of config objects
   (``getattr(self.hf_text_config, "sliding_window", None)``, ``hasattr``,
-  ...), loops over them, or calls functions that do.
+  ...), loops over them, or calls functions that do;
+* or when it *computes*: it loops, and its time per call, timed from its
+  body (:meth:`CostModel.body_seconds`), is at least the ``compute-floor``
+  of ``frequency.toml``.
+
+:meth:`CostModel.seconds` answers a third question, what one call costs in
+seconds: a catalogued kind's calibrated time (``calibration.toml``, written
+by ``benchmarks/calibrate_cost.py``), or the body in the tree, timed.
 
 "On each run" is the per-step question every rule asks: a call made only in
 an ``except`` handler (the error path) or under a fill-once guard (``if
@@ -103,24 +110,35 @@ _CONTAINERS = frozenset(
 )
 
 
-COSTS_FILE = Path(__file__).with_name("costs.toml")
+# what one call costs (written by benchmarks/calibrate_cost.py) and how often sites run
+CALIBRATION_FILE = Path(__file__).with_name("calibration.toml")
+FREQUENCY_FILE = Path(__file__).with_name("frequency.toml")
 
 
 @functools.cache
 def cost_table() -> dict:
-    """``costs.toml``: seconds per call by catalog kind, baselines, frequencies (do not mutate)."""
-    with COSTS_FILE.open("rb") as fh:
-        return tomllib.load(fh)
+    """``calibration.toml`` (``baseline``, ``kinds``) with ``frequency.toml``
+    (``frequency``, ``loop``), as one table (memoized: do not mutate)."""
+    out: dict = {}
+    for path in (CALIBRATION_FILE, FREQUENCY_FILE):
+        with path.open("rb") as fh:
+            out.update(tomllib.load(fh))
+    return out
 
 
 def baseline(name: str) -> float:
-    return float(cost_table()["baseline"][name]["seconds"])
+    """Seconds of an ordinary operation: ``python-call``, ``attribute``, ``dict-lookup``, ``small-build``."""
+    return float(cost_table()["baseline"][name])
 
 
 def kind_seconds(kind: str) -> tuple[float, str]:
-    """Seconds per call of a catalogued callee of ``kind``, and the evidence."""
+    """Seconds per call of a catalogued callee of ``kind``, and the evidence;
+    a kind not calibrated takes the median of the calibrated kinds."""
     kinds = cost_table()["kinds"]
-    row = kinds.get(kind) or kinds["expensive"]
+    row = kinds.get(kind)
+    if row is None:
+        values = sorted(float(r["seconds"]) for r in kinds.values())
+        return values[len(values) // 2], f"kind `{kind}` is not calibrated: the median of the calibrated kinds"
     return float(row["seconds"]), str(row.get("evidence", ""))
 
 
@@ -154,6 +172,7 @@ class Decided(str, Enum):
     BODY = "body"  # a config-derivation entry whose body in the tree still derives the value
     CONFIG_WALK = "config-walk"  # no entry: the body in the tree walks a config
     REACH = "reach"  # no entry: the body in the tree reaches a catalogued call on each run
+    COMPUTE = "compute"  # no entry: the body in the tree loops, and its time is above the floor
 
 
 class StateKind(str, Enum):
@@ -295,14 +314,31 @@ class CostModel:
         if why is not None:
             pure = self.purity(names, body)
             return Cost("config-derivation", why, pure.pure, pure.reason, "high", None, True, Decided.CONFIG_WALK)
-        if not through_calls:
-            return None
         reach = self.reach(body)
         if reach is None:
+            why = self.computes(body)
+            if why is None:
+                return None
+            pure = self.purity(names, body)
+            return Cost("computation", why, pure.pure, pure.reason, "high", None, True, Decided.COMPUTE)
+        if not through_calls:
             return None
         pure = self.purity(names, body)
         e = reach.entry
         return Cost(e.kind, reach.why(), pure.pure, pure.reason, e.cost, e.pattern, True, Decided.REACH)
+
+    def computes(self, fn: FunctionInfo) -> str | None:
+        """Why ``fn``'s body is expensive work in itself: it loops, its time per
+        call (:meth:`body_seconds`) is at least the ``compute-floor``, and it is
+        pure (the same inputs give the same value, so a repeat is waste); or None."""
+        if _stub(fn) or not (any(a.kind == "for" for a in fn.assigns) or any(c.in_loop for c in fn.calls)):
+            return None
+        t = self.body_seconds(fn)
+        if t < float(cost_table()["body"]["compute-floor"]):
+            return None
+        if not self.purity([fn.qualname], fn).pure:
+            return None  # a result that may differ with the same inputs is no repeated work
+        return f"`{fn.qualname}` loops on each call: ~{format_seconds(t)} per call, timed from its body"
 
     def call_cost(self, names: list[str], fn: FunctionInfo | None) -> Cost | None:
         """The cost of the call itself: a catalog entry or a config walk, not a
@@ -361,7 +397,7 @@ class CostModel:
         """What one call of ``fn`` (known by ``names``) costs, in seconds.
 
         A catalog entry: its ``time``, else its kind's calibrated time
-        (``costs.toml``), except a ``config-derivation`` entry whose body is in
+        (``calibration.toml``), except a ``config-derivation`` entry whose body is in
         the tree, which is timed by its body. A function of the tree: its body
         (:meth:`body_seconds`). A memoized function: a dict lookup. A call
         cachelint cannot resolve: an ordinary small Python call."""
@@ -496,6 +532,8 @@ class CostModel:
                 return Purity(False, not_pure, StateRead(StateKind.WRITE, shown or "..."), (fn.qualname,))
         p = self.program
         for c in fn.calls:
+            if c.func[0] == "attr" and c.func[1][0] == "name" and self._fresh_container(fn, c.func[1][1]):
+                continue  # `ids.append(i)` on a list the body built: a local effect
             callee = p.call_callee(fn, c)
             if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
                 qn = callee[0].qualname
@@ -509,6 +547,31 @@ class CostModel:
             if not inner.pure:
                 return Purity(False, not_pure, inner.state, (fn.qualname,) + inner.via)
         return Purity(True, f"`{fn.qualname}` only reads its inputs and calls pure functions")
+
+    def _fresh_container(self, fn: FunctionInfo, name: str) -> bool:
+        """``name`` is a local of ``fn`` bound only to new builtin containers
+        (``[]``, ``{}``, ``list()``, ``defaultdict(list)``, ...) built by the
+        body: changing it changes nothing the caller can see, unless the body
+        stores it somewhere (an attribute or item write, which makes the body
+        impure on its own) or passes it to a call (judged on its own)."""
+        ctx = self.program.context(fn)
+        if name in ctx.params:
+            return False
+        assigns = ctx.locals.get(name)
+        if not assigns:
+            return False
+        for a in assigns:
+            if a.kind not in ("assign", "annassign"):
+                return False
+            v = a.value
+            if v[0] in ("list", "dict", "tuple"):
+                continue
+            if v[0] == "call" and (dotted(v[1]) or "").split(".")[-1] in _CONTAINERS and not v[2] and not v[3]:
+                continue
+            if v[0] == "call" and (dotted(v[1]) or "") in ("defaultdict", "collections.defaultdict"):
+                continue
+            return False
+        return True
 
     def _container_read(self, callee: tuple) -> bool:
         """``callee`` is a reading method (``get``, ``keys``, ``items``, ...) of a

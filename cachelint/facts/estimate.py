@@ -5,7 +5,7 @@ runs of the function per step:
 
 * time per call: :meth:`CostModel.seconds <cachelint.facts.cost.CostModel.seconds>`
   (a catalogued kind's calibrated time, or the body in the tree, timed);
-* calls per run: 1, or the loop count (``costs.toml``, ``[loop]``) for a call
+* calls per run: 1, or the loop count (``frequency.toml``, ``[loop]``) for a call
   inside a loop, or what a rule says is repeated (two reads where one would do);
 * runs per step: the hot kind of the function (per token, per layer, per
   step, per request; ``[frequency]``, overridable with

@@ -21,7 +21,9 @@ class ExpensiveCallOnHotPath(Rule):
     ``AutoConfig.from_pretrained``, ``inspect.signature``,
     ``importlib.import_module``, version parsing, environment and device
     queries, ...), or a call of a function of the analysed tree whose body
-    walks a config, made in a function reached from a hot root, and reports
+    walks a config, or loops and is pure with a time per call (timed from
+    its body) above the ``compute-floor``, made in a function reached from a
+    hot root, and reports
     the chain of calls from the root and how often the site runs (per token,
     per layer, per step, per request, per batch).
 
@@ -169,6 +171,26 @@ class ExpensiveCallOnHotPath(Rule):
     needs_hot_paths = True
 
     VALID = [
+        # a looping helper whose result changes with the same inputs (it pops a
+        # queue) is no repeated work
+        Example(
+            """
+def drain(queue) -> list:
+    out = []
+    for _ in range(8):
+        out.append(queue.pop() + queue.pop())
+    return out
+
+class Runner:
+    def __init__(self, queue):
+        self.queue = queue
+
+    def execute_model(self, batch):
+        return drain(self.queue), batch
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # an import in a function outside any `try` catching ImportError is a
         # lookup in sys.modules after the first run, not a probe
         Example(
@@ -394,6 +416,54 @@ class Runner:
     ]
 
     INVALID = [
+        # a pure helper of the tree that loops on each call, on inputs bound once:
+        # its body, timed, is the evidence (no catalog entry names it)
+        Example(
+            """
+def _pages(size: int, page: int) -> int:
+    return -(-size // page)
+
+def total_pages(sizes: tuple, page: int) -> int:
+    total = 0
+    for s in sizes:
+        total += _pages(s, page) + _pages(s, 2 * page)
+    return total
+
+class Runner:
+    def __init__(self, sizes: tuple, page: int):
+        self.sizes = sizes
+        self.page = page
+
+    def execute_model(self, batch):
+        return total_pages(self.sizes, self.page) + len(batch)
+""",
+            expect=(("example.py", 16),),
+            applicability=("safe",),
+            message_contains=("computation work", "loops on each call"),
+            fixed={
+                "example.py": """
+def _pages(size: int, page: int) -> int:
+    return -(-size // page)
+
+def total_pages(sizes: tuple, page: int) -> int:
+    total = 0
+    for s in sizes:
+        total += _pages(s, page) + _pages(s, 2 * page)
+    return total
+
+class Runner:
+    def __init__(self, sizes: tuple, page: int):
+        self.sizes = sizes
+        self.page = page
+        self._total_pages = total_pages(self.sizes, self.page)
+
+    def execute_model(self, batch):
+        return self._total_pages + len(batch)
+"""
+            },
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # an import in a function that probes for an optional module: each run
         # searches the import path again while the module is absent; the
         # memo is unsafe (installing the package would change the answer)
