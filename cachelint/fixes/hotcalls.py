@@ -66,6 +66,8 @@ def hot_call_finding(
             "compiled_from": compiled_from,
             "property_read": c.is_read,
             "estimate": estimate.to_data(),
+            # the same call (its text) in the same function is the same work: reported once
+            "group": render(("call", c.func, c.args, c.kwargs)) if not c.is_read else render(c.func),
         },
     )
 

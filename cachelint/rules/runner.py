@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..facts.cost import format_seconds
 from ..gcpause import gc_paused
 from ..index.records import FileIndex
-from ..model import Finding
+from ..model import Finding, Fix
 
 if TYPE_CHECKING:
     from ..facts.analysis import Analysis
@@ -48,4 +50,66 @@ def run_rules(analysis: Analysis, rules) -> tuple[list[Finding], list[bool]]:
                 audits.extend(rule_cls().audit(analysis, findings, ran))
         findings.extend(audits)
         by_path = analysis.program.modules_by_path
-        return findings, [suppressed(f, by_path.get(f.path)) for f in findings]
+        return merge_repeats(findings, [suppressed(f, by_path.get(f.path)) for f in findings])
+
+
+def merge_repeats(findings: list[Finding], flags: list[bool]) -> tuple[list[Finding], list[bool]]:
+    """One finding for the same repeated work: findings of one rule, file and
+    function whose ``data["group"]`` is equal (the same call, as the rule
+    judged it) become one, at the first site, listing every site, with the
+    union of their fixes' edits, and the sum of their estimates. Suppressed
+    findings are not merged (each keeps its own ``noqa``), nor findings whose
+    fixes differ in applicability or of which only some have a fix."""
+    groups: dict[tuple, list[int]] = {}
+    for i, (f, s) in enumerate(zip(findings, flags)):
+        g = f.data.get("group") if not s else None
+        if g is not None:
+            groups.setdefault((f.code, f.path, f.function, g), []).append(i)
+    merged: dict[int, Finding] = {}
+    dropped: set[int] = set()
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        group = sorted((findings[i] for i in members), key=lambda f: (f.span.line, f.span.column))
+        fixes = [f.fix for f in group]
+        if any(x is None for x in fixes) != all(x is None for x in fixes):
+            continue
+        present = [x for x in fixes if x is not None]
+        if len({x.applicability for x in present}) > 1:
+            continue
+        merged[members[0]] = _merge(group, present)
+        dropped.update(members[1:])
+    out_f, out_s = [], []
+    for i, (f, s) in enumerate(zip(findings, flags)):
+        if i in dropped:
+            continue
+        out_f.append(merged.get(i, f))
+        out_s.append(s)
+    return out_f, out_s
+
+
+def _merge(group: list[Finding], fixes: list[Fix]) -> Finding:
+    first = group[0]
+    sites = [[f.span.line, f.span.column + 1] for f in group]
+    fix = None
+    if fixes:
+        edits = tuple(dict.fromkeys(e for x in fixes for e in x.edits))
+        relies = tuple(dict.fromkeys(r for x in fixes for r in x.relies_on))
+        fix = replace(fixes[0], edits=edits, relies_on=relies)
+    data = dict(first.data)
+    data["sites"] = sites
+    est = first.data.get("estimate")
+    if est:
+        n = len(group)
+        total = sum(f.data["estimate"]["per_step_seconds"] for f in group if f.data.get("estimate"))
+        rank = sum(f.data["estimate"]["rank_seconds"] for f in group if f.data.get("estimate"))
+        data["estimate"] = dict(
+            est,
+            per_step_seconds=float(f"{total:.3g}"),
+            rank_seconds=float(f"{rank:.3g}"),
+            sites=n,
+            text=f"~{format_seconds(total)} per step over {n} sites; each: {est['text']}",
+        )
+    lines = ", ".join(str(line) for line, _ in sites[1:])
+    message = f"{first.message} (the same call also at line{'s' if len(sites) > 2 else ''} {lines})"
+    return replace(first, message=message, fix=fix, data=data)
