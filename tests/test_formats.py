@@ -259,3 +259,17 @@ def test_ci_doc_workflow_runs(project, sarif_schema):
     log = json.loads((project / upload["with"]["sarif_file"]).read_text())
     _validate(sarif_schema, log)
     assert len(log["runs"][0]["results"]) == 8
+
+
+def test_a_message_names_two_hazards_and_the_json_notes_list_them_all():
+    from cachelint.model import Finding, Span
+    from cachelint.output.report import finding_to_dict
+    from cachelint.rules.cl001_cached_value_recomputed import SHOWN_REASONS, _first
+
+    reasons = [f"hazard {i}" for i in range(5)]
+    text = _first(reasons)
+    assert text.startswith("hazard 0; hazard 1;") and "hazard 2" not in text
+    assert text.endswith(f"and {5 - SHOWN_REASONS} more (all are in the JSON output's `notes`)")
+    assert _first(reasons[:2]) == "hazard 0; hazard 1"
+    f = Finding("CL001", "a.py", Span(1, 0, 1, 1), "m", notes=tuple(reasons))
+    assert finding_to_dict(f)["notes"] == reasons

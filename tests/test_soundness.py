@@ -99,7 +99,10 @@ def test_soundness_case(case_dir: Path, tmp_path: Path) -> None:
             assert got == want["applicability"], (
                 f"{f['path']}:{f['line']}: {got} fix, expected {want['applicability']}: {f['message']}"
             )
-            text = " ".join([f["message"], (fix or {}).get("message", ""), *(fix or {}).get("relies_on", [])])
+            # the message names the first hazards; the notes hold them all
+            text = " ".join(
+                [f["message"], (fix or {}).get("message", ""), *(fix or {}).get("relies_on", []), *f.get("notes", [])]
+            )
             for fragment in want.get("reason_contains", []):
                 assert fragment in text, f"reason does not name {fragment!r}: {text}"
 

@@ -74,6 +74,7 @@ def finding_to_dict(f: Finding) -> dict:
         "function": f.function,
         "hot_path": list(f.hot_path) if f.hot_path else None,
         "fix": fix,
+        "notes": list(f.notes),
         "data": f.data,
     }
 

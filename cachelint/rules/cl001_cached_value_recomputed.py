@@ -40,6 +40,17 @@ class EngineConfig:
 """
 
 
+# a message names this many hazards; the finding's notes (JSON `notes`) hold them all
+SHOWN_REASONS = 2
+
+
+def _first(reasons) -> str:
+    """The first hazards, and how many more the finding's notes list."""
+    shown = "; ".join(reasons[:SHOWN_REASONS])
+    more = len(reasons) - SHOWN_REASONS
+    return shown + (f"; and {more} more (all are in the JSON output's `notes`)" if more > 0 else "")
+
+
 class CachedValueRecomputed(Rule):
     """## What it does
     Finds a call whose result an attribute already stores, made anywhere but
@@ -323,9 +334,9 @@ def max_encoder_len(config: EngineConfig) -> int:
                 relies_on=tuple(relies_on),
             )
             if use.reasons:
-                message += f"; reading `{use.replacement}` is unsafe: " + "; ".join(use.reasons)
+                message += f"; reading `{use.replacement}` is unsafe: " + _first(use.reasons)
         else:
-            message += "; " + "; ".join(use.notes)
+            message += "; " + _first(use.notes)
         return Finding(
             code=self.code,
             path=g.path,
@@ -334,7 +345,7 @@ def max_encoder_len(config: EngineConfig) -> int:
             function=g.qualname,
             hot_path=analysis.hot.chain(g.qualname),
             fix=fix,
-            notes=tuple(use.reasons),
+            notes=tuple(use.reasons) if use.replacement is not None else tuple(use.notes),
             data={
                 "cached_attribute": site.owner,
                 "fill": {"function": site.function.qualname, "path": site.function.path, "line": site.call.line},
