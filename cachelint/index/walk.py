@@ -776,6 +776,8 @@ class _FunctionBodyIndexer:
             name = stmt.names[0].name
         else:
             name = "." * stmt.level + (stmt.module or "")
+        if name.startswith(".") or name.split(".")[0] == self.ix.fi.module.split(".")[0]:
+            return  # a module of the analysed package itself is there: no probe
         line, col, end_line, end_col = self._pos(stmt)
         self.calls.append(
             CallSite(
