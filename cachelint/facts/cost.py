@@ -148,6 +148,12 @@ TRIVIAL_METHODS = frozenset(
     ]
 )
 
+# methods that return a fresh copy on each call (a clone, a new tensor): two
+# calls give two objects, each the caller may change, not one value computed twice
+FRESH_METHODS = frozenset(
+    ["clone", "copy", "deepcopy", "new_zeros", "new_empty", "new_ones", "new_full", "new_tensor", "detach"]
+)
+
 # standard-library calls whose value differs on each call (clocks, random
 # sources, identifiers): a repeat is not the same value computed again
 NONDETERMINISTIC = ("time.", "random.", "uuid.", "secrets.", "datetime.", "os.urandom", "os.getpid")

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from ..facts.bodies import _always_exits
-from ..facts.cost import CHEAP_METHODS, NONDETERMINISTIC, TRIVIAL_METHODS, Cost, StateKind
+from ..facts.cost import CHEAP_METHODS, FRESH_METHODS, NONDETERMINISTIC, TRIVIAL_METHODS, Cost, StateKind
 from ..facts.state import is_mutator
 from ..fixes.hoisting import HoistPlanner, Site
 from ..fixes.hotcalls import call_sites, hot_route
@@ -564,6 +564,8 @@ class _Function:
         if fn is not None:
             if p.is_cached(fn) or fn.name.startswith("__") or fn.is_async or self.costs.trivial(fn):
                 return None  # a memo lookup, a dunder, a coroutine function, a plain getter
+            if fn.parent_function is not None:
+                return None  # a closure: it reads variables of its enclosing function the call does not show
             if self._fresh(fn):
                 return None
             mine = self._cost(names, fn)
@@ -579,35 +581,45 @@ class _Function:
         if root[0] == "name" and self.module is not None and root[1] not in self.ctx.params:
             if root[1] not in self.ctx.locals and self.p.resolve_name(self.module, root[1]) is not None:
                 return None  # `torch.empty_like(...)`, `math.sqrt(...)`: a library function, not a method of an object
-        if last in TRIVIAL_METHODS or last.startswith("__") or last[:1].isupper():
-            return None  # an O(1) method, a dunder, or a class (a constructor)
+        if last in TRIVIAL_METHODS or last in FRESH_METHODS or last.startswith("__") or _class_like(last):
+            return None  # an O(1) method, a fresh copy, a dunder, or a class (a constructor)
         if last in CHEAP_METHODS:
             return Callee("cheap", "a cheap lookup", tuple(names), self._cost(names, fn))
         return Callee("unknown", "cost unknown: cachelint cannot see the callee", tuple(names), self._cost(names, fn))
 
-    def _fresh(self, fn: FunctionInfo) -> bool:
+    def _fresh(self, fn: FunctionInfo, depth: int = 0) -> bool:
         """``fn`` gives a new value on each call: a generator function, a
-        factory (it returns a constructor call), or a body that changes state
-        (assigns an attribute, rebinds a global) or reads a clock or random source."""
+        factory (it returns a constructor call, or a factory's value), or a
+        body that changes state (assigns an attribute, rebinds a global,
+        calls a mutator) or reads a clock or random source."""
         p = self.p
         if self.planner._is_generator(fn):
             return True
         ctx = p.context(fn)
         for r in fn.returns:
-            if r[0] == "call":
-                if r[1] == ("name", "cls"):
+            if r[0] != "call":
+                continue
+            d = dotted(r[1]) or ""
+            if r[1] == ("name", "cls") or _class_like(d.rsplit(".", 1)[-1]):
+                return True
+            target = p.canon(r[1], ctx)
+            if target is not None and len(target) == 1 and isinstance(target[0], GlobalRoot):
+                if target[0].qualname in p.classes:
                     return True
-                target = p.canon(r[1], ctx)
-                if target is not None and len(target) == 1 and isinstance(target[0], GlobalRoot):
-                    if target[0].qualname in p.classes:
-                        return True
-        purity = self.costs.purity([fn.qualname], fn)
-        st = purity.state
+            g = p.callee_function(target) if target is not None else None
+            if g is not None and g is not fn and depth < 2 and self._fresh(g, depth + 1):
+                return True
+        if depth:
+            return False
+        st = self.costs.purity([fn.qualname], fn).state
         if st is None:
             return False
         if st.kind in (StateKind.WRITE, StateKind.GLOBAL):
             return True
-        return st.name.startswith(NONDETERMINISTIC)
+        if st.kind is StateKind.CATALOGUED and st.what == "copy":
+            return True
+        last = st.name.rsplit(".", 1)[-1]
+        return st.name.startswith(NONDETERMINISTIC) or is_mutator(last) or last in FRESH_METHODS
 
     def _cost(self, names: list, fn) -> Cost:
         purity = self.costs.purity(names, fn)
@@ -694,7 +706,7 @@ class _Function:
                 out.extend(self._call_findings(groups, callees))
         if self._subscript_hint() and self.body is not None:
             out.extend(self._subscript_findings())
-        return out
+        return _outermost(out)
 
     def _subscript_hint(self) -> bool:
         """The function's text holds a subscript ``T[k]`` (a name key) twice."""
@@ -773,6 +785,8 @@ class _Function:
         c0 = uses[0][0]
         names: list[str] = []
         _names(("call", c0.func, c0.args, c0.kwargs), names)
+        if isinstance(loop, ast.While) and not cal.cost.pure:
+            return None  # a `while` loop ends because something in it changes: perhaps this very call
         bound = _stores(loop, include_self=True)
         if any(n in bound for n in names):
             return None  # the loop rebinds an input (its target included)
@@ -1047,6 +1061,24 @@ def _walk_scope(node: ast.AST):
         if isinstance(n, _SCOPES):
             continue
         stack.extend(ast.iter_child_nodes(n))
+
+
+def _outermost(found: list[Finding]) -> list[Finding]:
+    """Drop a finding whose call is part of another's (``x.pow(2)`` in ``x.pow(2).sum()``)."""
+
+    def inside(a: Span, b: Span) -> bool:
+        return (
+            a != b
+            and (b.line, b.column) <= (a.line, a.column)
+            and (a.end_line, a.end_column) <= (b.end_line, b.end_column)
+        )
+
+    return [f for f in found if not any(inside(f.span, g.span) for g in found)]
+
+
+def _class_like(name: str) -> bool:
+    """A name that calls a class: ``Foo``, ``cls``, ``self.parser_cls``, ``tokenizer_class``."""
+    return name[:1].isupper() or name in ("cls", "klass") or name.endswith(("_cls", "_class"))
 
 
 def _walk_code(fn: ast.AST):
