@@ -856,8 +856,9 @@ class _Function:
 
     def _receiver_touched(self, uses: list, loop: ast.AST | None) -> bool:
         """Between the uses (or in ``loop``), a call cachelint cannot resolve
-        is made on the receiver of the repeated call (``parser.feed(tok)``
-        between two ``parser.is_done(ids)``): it may change what the call returns."""
+        is made on the receiver of the repeated call as a command (a whole
+        statement, or a mutator: ``parser.feed(tok)`` between two
+        ``parser.is_done(ids)``): it may change what the call returns."""
         c0 = uses[0][0]
         if c0.func[0] != "attr":
             return False
@@ -881,6 +882,8 @@ class _Function:
                 continue
             if c.func[2] in CHEAP_METHODS or (c.func, c.args, c.kwargs) == (c0.func, c0.args, c0.kwargs):
                 continue
+            if not is_mutator(c.func[2]) and not self.planner._value_discarded(self.f, c):
+                continue  # its value is used: a query, not a command
             callee = p.call_callee(self.f, c)
             if callee is not None and p.callee_function(callee) is not None:
                 continue  # a function of the tree: its effects are followed
