@@ -31,8 +31,8 @@ CHEAP_REPEATS = 3
 _COUNTED_BUILTINS = frozenset(["sorted", "sum", "any", "all"])
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
-# a subscript by a name or attribute chain, as written (the pre-filter for lookups)
-_SUBSCRIPT = re.compile(r"\b[A-Za-z_][\w.]*\[[A-Za-z_][\w.]*\]")
+# a subscript of an attribute by a name or attribute chain, as written (the pre-filter for lookups)
+_SUBSCRIPT = re.compile(r"\b[A-Za-z_]\w*\.[\w.]*\[[A-Za-z_][\w.]*\]")
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -71,8 +71,9 @@ class RepeatedCall(Rule):
     - a call inside a ``for`` or ``while`` loop (or a comprehension) whose
       callee and arguments the loop does not change
       (``tokenizer.get_added_vocab()`` in a per-token loop);
-    - a subscript with the same key (``self.table[key]``, counting ``key in
-      self.table`` and a final ``del self.table[key]``) three or more times.
+    - a subscript of an attribute with the same key (``self.table[key]``,
+      counting ``key in self.table`` and a final ``del self.table[key]``)
+      three or more times.
 
     Cheap lookups (a method such as ``.get(k)``, ``.items()``, ``.size()``,
     a plain getter of the tree, a catalog entry marked ``cost = "low"``)
@@ -609,6 +610,9 @@ class _Function:
             g = p.callee_function(target) if target is not None else None
             if g is not None and g is not fn and depth < 2 and self._fresh(g, depth + 1):
                 return True
+        for c in fn.calls:
+            if any(n.startswith(NONDETERMINISTIC) for n in p.callee_names(p.call_callee(fn, c), dotted(c.func))):
+                return True  # a clock, a random source, an identifier
         if depth:
             return False
         st = self.costs.purity([fn.qualname], fn).state
@@ -694,7 +698,9 @@ class _Function:
                 if cal is None:
                     continue
                 need = CHEAP_REPEATS if cal.level == "cheap" else REPEATS
-                if len(calls) >= need or (cal.level != "cheap" and any(c.in_loop for c in calls)):
+                if len(calls) >= need or (
+                    cal.level != "cheap" and any(c.in_loop for c in calls) and self._may_be_invariant(key)
+                ):
                     callees[key] = cal
             if callees and self.body is not None:
                 reported = self.cl002_spans()
@@ -708,15 +714,35 @@ class _Function:
             out.extend(self._subscript_findings())
         return _outermost(out)
 
+    def _may_be_invariant(self, key: tuple) -> bool:
+        """From the index alone, before the body is parsed again: the
+        receiver's root is bound only outside loops, and no argument is
+        itself a loop target (``decode(tok)`` in ``for tok in ...``)."""
+        func, args, kwargs = key
+        locals_ = self.ctx.locals
+        root = func
+        while root[0] in ("attr", "call"):
+            root = root[1]
+        if func[0] == "attr" and root[0] == "name" and any(a.in_loop for a in locals_.get(root[1], ())):
+            return False
+        for part in (*args, *(v for _k, v in kwargs)):
+            if part[0] == "name" and any(a.kind == "for" for a in locals_.get(part[1], ())):
+                return False
+        return True
+
     def _subscript_hint(self) -> bool:
-        """The function's text holds a subscript ``T[k]`` (a name key) twice."""
+        """The function's text holds one subscript ``T[k]`` (a name key)
+        three times: the lookups worth reporting (3+) are spelled so, but for
+        a membership test ``k in T``."""
         f = self.f
         text = self.planner.text(f.path, f.line, 0, f.end_line, 10**6) or ""
-        seen: set = set()
+        if text.count("[") < CHEAP_REPEATS:
+            return False
+        seen: dict[str, int] = {}
         for m in _SUBSCRIPT.finditer(text):
-            if m.group(0) in seen:
+            n = seen[m.group(0)] = seen.get(m.group(0), 0) + 1
+            if n >= CHEAP_REPEATS - 1 and (n >= CHEAP_REPEATS or " in " in text):
                 return True
-            seen.add(m.group(0))
         return False
 
     def _call_findings(self, groups: dict, callees: dict) -> list[Finding]:
@@ -767,7 +793,7 @@ class _Function:
             if self._receiver_touched(seg, None):
                 continue
             sites = [Site(self.f, c, cal.cost, None, None) for c, _n in seg]
-            if self.planner.changed_between(sites[0], sites) is not None:
+            if self.planner.changed_between(sites[0], sites, None, [n for _c, n in seg]) is not None:
                 continue
             if len(seg) > len(best):
                 best = seg
@@ -798,7 +824,7 @@ class _Function:
         if self._receiver_touched(uses, loop):
             return None
         sites = [Site(self.f, c, cal.cost, None, None) for c, _n in uses]
-        if self.planner.changed_between(sites[0], sites, loop) is not None:
+        if self.planner.changed_between(sites[0], sites, loop, [n for _c, n in uses]) is not None:
             return None
         fix = self.planner.hoist_local(sites[0], sites, loop)
         line = self.body.line_of(loop)
@@ -1211,10 +1237,12 @@ def _always_leaves(body, node: ast.AST, loop: ast.AST) -> bool:
 
 
 def _lookup_key(table: ast.AST, key: ast.AST) -> str | None:
-    """``T[k]`` as text when ``T`` is a name or attribute chain and ``k`` a
-    name, attribute chain or constant (so it is the same lookup each time)."""
-    if not _plain(table) or not _plain(key):
-        return None  # a constant key (`x[0]`, `cfg["name"]`) reads a record, not a table
+    """``T[k]`` as text when ``T`` is an attribute chain (``self.table``) and
+    ``k`` a name or attribute chain (so it is the same lookup each time)."""
+    if not isinstance(table, ast.Attribute) or not _plain(table) or not _plain(key):
+        # a constant key (`x[0]`, `cfg["name"]`) reads a record, not a table; a
+        # local's items (`row[i]`) are data being walked, not a lookup table
+        return None
     if isinstance(table, ast.Name) and (table.id in _BUILTIN_NAMES or table.id[:1].isupper()):
         return None  # `list[int]`, `Optional[str]`: a type, not a table
     return f"{ast.unparse(table)}[{ast.unparse(key)}]"

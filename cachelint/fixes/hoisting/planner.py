@@ -576,16 +576,21 @@ class HoistPlanner(InputAnalysis):
         that computes the call once before that loop (CL006)."""
         return self._hoist_local(s, same, loop)
 
-    def changed_between(self, s: Site, same: list[Site], loop: ast.AST | None = None) -> str | None:
+    def changed_between(
+        self, s: Site, same: list[Site], loop: ast.AST | None = None, nodes: list | None = None
+    ) -> str | None:
         """What, proven from the code, changes an input of the call between
         its uses ``same`` (or, with ``loop``, anywhere in that loop): the
-        message clause, or None when nothing is seen to change one."""
+        message clause, or None when nothing is seen to change one.
+        ``nodes``: the uses' nodes in the function's body, in source order,
+        when the caller has them."""
         f = s.function
         occ = sorted(same, key=lambda x: (x.call.line, x.call.column))
         body = self.a.bodies.body(f)
         if body is None:
             return None
-        nodes = [body.find(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ]
+        if nodes is None:
+            nodes = [body.find(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ]
         if not nodes or any(n is None for n in nodes):
             return None
         hp = self._local_point(body, nodes, loop)
