@@ -208,6 +208,32 @@ class Runner:
 """,
             hot_roots=_ROOTS,
         ),
+        # the first use's block returns after it: one use per run
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        if batch.dummy:
+            if batch.empty:
+                out = batch.encode(batch.ids)
+                return out
+        out = batch.encode(batch.ids)
+        return [out]
+""",
+            hot_roots=_ROOTS,
+        ),
+        # a command on an argument between the uses (`end.record()`): it may change the value
+        Example(
+            """
+class Runner:
+    def execute_model(self, start, end, batch):
+        a = start.elapsed_time(end)
+        end.record()
+        b = start.elapsed_time(end)
+        return a, b
+""",
+            hot_roots=_ROOTS,
+        ),
         # the loop target is an argument: a new value on each iteration
         Example(
             """
@@ -882,14 +908,19 @@ class _Function:
 
     def _receiver_touched(self, uses: list, loop: ast.AST | None) -> bool:
         """Between the uses (or in ``loop``), a call cachelint cannot resolve
-        is made on the receiver of the repeated call as a command (a whole
-        statement, or a mutator: ``parser.feed(tok)`` between two
-        ``parser.is_done(ids)``): it may change what the call returns."""
+        is made on the receiver or an argument of the repeated call as a
+        command (a whole statement, or a mutator: ``parser.feed(tok)``
+        between two ``parser.is_done(ids)``, ``end.record()`` before
+        ``start.elapsed_time(end)``): it may change what the call returns."""
         c0 = uses[0][0]
-        if c0.func[0] != "attr":
-            return False
-        recv = dotted(c0.func[1])
-        if recv is None:
+        watched: list[str] = []
+        for part in (*c0.args, *(v for _k, v in c0.kwargs)):
+            _chains(part, watched)
+        if c0.func[0] == "attr":
+            recv = dotted(c0.func[1])
+            if recv is not None:
+                watched.append(recv)
+        if not watched:
             return False
         if loop is not None:
             lo, hi = (
@@ -904,7 +935,7 @@ class _Function:
             if (c.line, c.column) in mine or not lo <= c.line <= hi or c.func[0] != "attr":
                 continue
             d = dotted(c.func[1])
-            if d is None or not (d == recv or recv.startswith(d + ".")):
+            if d is None or not any(d == w or w.startswith(d + ".") for w in watched):
                 continue
             if c.func[2] in CHEAP_METHODS or (c.func, c.args, c.kwargs) == (c0.func, c0.args, c0.kwargs):
                 continue
@@ -1210,9 +1241,28 @@ def _compatible(uses: list, body) -> list:
             continue
         if any(_exclusive(mine, other) for other in conds):
             continue
+        if kept and _returns_after(body, kept[-1][1]):
+            continue  # the use before it is followed by a `return`: not both in one run
         kept.append((c, n))
         conds.append(mine)
     return kept
+
+
+def _returns_after(body, node: ast.AST) -> bool:
+    """The statement list holding ``node``'s statement always ends in a
+    ``return`` or ``raise`` from there on (``x = call(); ...; return x``
+    inside an ``if``): no later code of the function runs in the same run,
+    unless a loop around repeats it."""
+    for parent, fname, idx, child in reversed(body.steps(node)):
+        if isinstance(parent, _LOOPS + _SCOPES):
+            return False
+        if isinstance(idx, int) and isinstance(child, ast.stmt):
+            rest = getattr(parent, fname)[idx:]
+            last = rest[-1] if rest else None
+            return isinstance(last, (ast.Return, ast.Raise)) or (
+                isinstance(last, ast.If) and _always_exits(last.body) and _always_exits(last.orelse)
+            )
+    return False
 
 
 def _exclusive(a: list, b: list) -> bool:
