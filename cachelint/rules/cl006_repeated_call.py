@@ -89,8 +89,10 @@ class RepeatedCall(Rule):
     handlers or lambdas, calls under a fill-once guard, a use after which
     an argument is rebound or the receiver is changed in place, a loop
     whose body rebinds or changes an input (its target included), a call
-    in a loop whose body then always leaves the loop, and any call CL002
-    reports (CL002 wins at the same span).
+    in a loop whose body then always leaves the loop, a call not proven
+    pure in a ``while`` loop (its end may depend on that call) or in a loop
+    that awaits (other tasks run there), and any call CL002 reports (CL002
+    wins at the same span).
 
     ## Why is this bad?
     Each use pays the call again: a pydantic dump, a scan of the prompt, a
@@ -652,7 +654,14 @@ class _Function:
         return st.name.startswith(NONDETERMINISTIC) or is_mutator(last) or last in FRESH_METHODS
 
     def _cost(self, names: list, fn) -> Cost:
+        """Purity of the call: of every implementation a method call may
+        dispatch to (an override that changes state makes the call impure)."""
         purity = self.costs.purity(names, fn)
+        if purity.pure and fn is not None and fn.class_qualname:
+            for impl in self.costs.implementations(fn)[1:]:
+                other = self.costs.purity([impl.qualname], impl)
+                if not other.pure:
+                    return Cost("repeated-work", "", False, f"override `{impl.qualname}`: {other.detail()}")
         return Cost("repeated-work", "", purity.pure, purity.detail())
 
     # ----- the uses -------------------------------------------------------------------------------
@@ -839,6 +848,8 @@ class _Function:
         _names(("call", c0.func, c0.args, c0.kwargs), names)
         if isinstance(loop, ast.While) and not cal.cost.pure:
             return None  # a `while` loop ends because something in it changes: perhaps this very call
+        if not cal.cost.pure and _suspends(loop):
+            return None  # other tasks run at each `await`: they may change what the call reads
         bound = _stores(loop, include_self=True)
         if any(n in bound for n in names):
             return None  # the loop rebinds an input (its target included)
@@ -1246,6 +1257,13 @@ def _compatible(uses: list, body) -> list:
         kept.append((c, n))
         conds.append(mine)
     return kept
+
+
+def _suspends(loop: ast.AST) -> bool:
+    """The loop is an ``async for`` or awaits in its body (nested scopes apart)."""
+    if isinstance(loop, ast.AsyncFor):
+        return True
+    return any(isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for n in _walk_scope(loop))
 
 
 def _returns_after(body, node: ast.AST) -> bool:
