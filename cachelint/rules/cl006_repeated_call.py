@@ -90,9 +90,9 @@ class RepeatedCall(Rule):
     an argument is rebound or the receiver is changed in place, a loop
     whose body rebinds or changes an input (its target included), a call
     in a loop whose body then always leaves the loop, a call not proven
-    pure in a ``while`` loop (its end may depend on that call) or in a loop
-    that awaits (other tasks run there), and any call CL002 reports (CL002
-    wins at the same span).
+    pure in a ``while`` loop (its end may depend on that call), in a loop
+    that awaits or with an ``await`` between its uses (other tasks run
+    there), and any call CL002 reports (CL002 wins at the same span).
 
     ## Why is this bad?
     Each use pays the call again: a pydantic dump, a scan of the prompt, a
@@ -827,6 +827,8 @@ class _Function:
                 continue
             if self._receiver_touched(seg, None):
                 continue
+            if not cal.cost.pure and self._awaits_between(seg[0][1], seg[-1][1]):
+                continue  # other tasks run at an `await` between the uses
             sites = [Site(self.f, c, cal.cost, None, None) for c, _n in seg]
             if self.planner.changed_between(sites[0], sites, None, [n for _c, n in seg]) is not None:
                 continue
@@ -903,6 +905,13 @@ class _Function:
                 # extra runs per function run (None: once per loop iteration)
                 "cost_basis": {"callee": list(cal.names), "extra_runs": extra, "loop_line": data["loop_line"]},
             },
+        )
+
+    def _awaits_between(self, first: ast.AST, last: ast.AST) -> bool:
+        lo, hi = getattr(first, "lineno", 0), getattr(last, "lineno", 0)
+        return any(
+            isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) and lo <= n.lineno <= hi
+            for n in _walk_code(self.body.node)
         )
 
     def _input_chains(self, c: CallSite) -> list[str]:
