@@ -109,6 +109,70 @@ _CONTAINERS = frozenset(
     ["dict", "list", "set", "frozenset", "tuple", "defaultdict", "OrderedDict", "deque", "MappingProxyType"]
 )
 
+# methods that are a cheap lookup whatever their receiver: reads of a builtin
+# container or string, a tensor's metadata (CL006 reports them repeated 3+ times)
+CHEAP_METHODS = frozenset(
+    [
+        *_CONTAINER_READS,
+        "startswith",
+        "endswith",
+        "lower",
+        "upper",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "isdigit",
+        "isalpha",
+        "is_set",
+        "qsize",
+        "empty",
+        "done",
+    ]
+)
+
+# methods that cost no more than an attribute read, whatever their receiver:
+# a tensor's metadata and views of it (CL006 never counts them)
+TRIVIAL_METHODS = frozenset(
+    [
+        "size",
+        "dim",
+        "numel",
+        "stride",
+        "element_size",
+        "data_ptr",
+        "is_contiguous",
+        "get_device",
+        "view",
+        "view_as",
+        "reshape",
+        "unsqueeze",
+        "squeeze",
+        "permute",
+        "transpose",
+        "t",
+        "expand",
+        "expand_as",
+        "narrow",
+        "flatten",
+        "unflatten",
+        "split",
+        "chunk",
+        "unbind",
+        "select",
+        "as_strided",
+    ]
+)
+
+# methods that return a fresh copy on each call (a clone, a new tensor): two
+# calls give two objects, each the caller may change, not one value computed twice
+FRESH_METHODS = frozenset(
+    ["clone", "copy", "deepcopy", "new_zeros", "new_empty", "new_ones", "new_full", "new_tensor", "detach"]
+)
+
+# standard-library calls whose value differs on each call (clocks, random
+# sources, identifiers): a repeat is not the same value computed again
+NONDETERMINISTIC = ("time.", "random.", "uuid.", "secrets.", "datetime.", "os.urandom", "os.getpid")
+
 
 # what one call costs (written by benchmarks/calibrate_cost.py) and how often sites run
 CALIBRATION_FILE = Path(__file__).with_name("calibration.toml")
@@ -616,6 +680,17 @@ class CostModel:
         ok = self._all_cheap(self.implementations(fn), depth)
         memo[key] = "yes" if ok else None
         return ok
+
+    def trivial(self, fn: FunctionInfo) -> bool:
+        """Every real implementation of ``fn`` is a plain getter: no loop, and
+        no call but cheap builtins (``return self._n``, ``return len(self.x) > 0``).
+        Calling it twice costs no more than reading an attribute twice."""
+        real = [g for g in self.implementations(fn) if not _stub(g)]
+        return bool(real) and all(
+            not any(a.kind == "for" for a in g.assigns)
+            and all(c.func[0] == "name" and c.func[1] in _CHEAP_BUILTINS for c in g.calls)
+            for g in real
+        )
 
     def _all_cheap(self, impls: list[FunctionInfo], depth: int) -> bool:
         """Every real implementation is cheap. Stubs (``...``, ``pass``, ``raise

@@ -26,7 +26,7 @@ from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
 from ..semantic.callgraph import HotPaths
 from ..semantic.program import Program
-from .cost import CostModel, cost_table, format_seconds
+from .cost import CostModel, baseline, cost_table, format_seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,4 +128,19 @@ class Estimator:
             traced,
             self.traced_weight if traced else 1.0,
             loop,
+        )
+
+    def lookup(self, f: FunctionInfo, repeats: float) -> Estimate:
+        """The estimate for ``repeats`` extra subscripts of one table in ``f``."""
+        kind = self.hot.kind(f.qualname) or "once"
+        traced = f.qualname in self.traced
+        t = baseline("dict-lookup")
+        return Estimate(
+            t,
+            f"a dict subscript: {format_seconds(t)}, calibrated",
+            repeats,
+            kind,
+            self.runs.get(kind, 1.0),
+            traced,
+            self.traced_weight if traced else 1.0,
         )

@@ -8,10 +8,13 @@ recomputed, the chain from the root, and the rewrite's notes.
 
 from __future__ import annotations
 
+from ..facts.cost import CostModel
 from ..facts.estimate import Estimate
-from ..index.expr import render
+from ..index.expr import dotted, render
 from ..model import Finding, Fix, Span
 from ..semantic.callgraph import HotPaths
+from ..semantic.idioms import fills_once
+from ..semantic.values import KwArg
 from .hoisting import Site
 
 
@@ -26,7 +29,7 @@ def hot_call_finding(
     assert chain is not None  # a planned site is in a hot function
     kind = hot.kind(f.qualname, "hot")
     shown = render(c.func)
-    via = " -> ".join(x.rsplit(".", 2)[-2] + "." + x.rsplit(".", 1)[-1] if x.count(".") >= 1 else x for x in chain)
+    via = hot_route(chain)
     why = f" ({cost.why})" if cost.why else ""
     if c.is_import:
         module = c.args[0][1] if c.args and c.args[0][0] == "const" else "..."
@@ -72,6 +75,13 @@ def hot_call_finding(
     )
 
 
+def hot_route(chain: tuple[str, ...] | None) -> str:
+    """The chain of calls from a hot root, as findings show it (``Runner.execute_model -> Model.forward``)."""
+    return " -> ".join(
+        x.rsplit(".", 2)[-2] + "." + x.rsplit(".", 1)[-1] if x.count(".") >= 1 else x for x in chain or ()
+    )
+
+
 def fix_kind(fix: Fix | None) -> str | None:
     """The kind of rewrite a fix makes, as the findings' data names it."""
     if fix is None:
@@ -84,3 +94,35 @@ def fix_kind(fix: Fix | None) -> str | None:
     if "add_decorator" in kinds:
         return "memoize"
     return "replace"
+
+
+def call_sites(p, costs: CostModel, f, covered: set, low_ok: bool) -> list[Site]:
+    """The calls of hot function ``f`` CL002 reports: expensive, and run each
+    time ``f`` runs (the cache checks a function that became hot with this)."""
+    sites: list[Site] = []
+    if f.under_type_checking:
+        return sites
+    ctx = p.context(f)
+    for c in f.calls:
+        if not runs_each_time(f, c, covered):
+            continue
+        callee = p.call_callee(f, c)
+        names = p.callee_names(callee, dotted(c.func))
+        fn = p.callee_function(callee) if callee is not None else None
+        cost = costs.call_cost(names, fn)
+        if cost is None or (cost.cost == "low" and not low_ok):
+            continue
+        key = None
+        if callee is not None:
+            args = tuple(p.canon(a, ctx) for a in c.args) + tuple(KwArg(n, p.canon(v, ctx)) for n, v in c.kwargs)
+            if all(a is not None and (not isinstance(a, KwArg) or a.value is not None) for a in args):
+                key = (callee, args)
+        sites.append(Site(f, c, cost, callee, key))
+    return sites
+
+
+def runs_each_time(f, c, covered: set) -> bool:
+    """A site CL002 may report: not CL001's (an attribute already caches it),
+    not in an ``except`` handler (the error path, not the hot one), and not
+    under a fill-once guard (``if self._x is None: self._x = call()`` runs once)."""
+    return (f.path, c.line, c.column) not in covered and not c.in_handler and not fills_once(f, c)

@@ -9,6 +9,7 @@ from .cl002_expensive_call_on_hot_path import ExpensiveCallOnHotPath
 from .cl003_broken_cache_invariant import BrokenCacheInvariant
 from .cl004_unsafe_reader import UnsafeReader
 from .cl005_unused_noqa import UnusedNoqa
+from .cl006_repeated_call import RepeatedCall
 
 ALL_RULES: tuple[type[Rule], ...] = (
     ParseError,
@@ -17,6 +18,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     BrokenCacheInvariant,
     UnsafeReader,
     UnusedNoqa,
+    RepeatedCall,
 )
 BY_CODE = {r.code: r for r in ALL_RULES}
 UnusedNoqa.known_codes = frozenset(BY_CODE)

@@ -5,10 +5,7 @@ from __future__ import annotations
 from ..facts.cost import CostModel
 from ..facts.properties import hot_property_reads, property_read_sites, reported_properties
 from ..fixes.hoisting import HoistPlanner, Site
-from ..fixes.hotcalls import hot_call_finding
-from ..index.expr import dotted
-from ..semantic.idioms import fills_once
-from ..semantic.values import KwArg
+from ..fixes.hotcalls import call_sites, hot_call_finding, runs_each_time
 from .base import Example, Rule
 
 _ROOTS = ({"pattern": "*.Runner.execute_model", "kind": "per-step"},)
@@ -666,9 +663,10 @@ class Runner:
             return 1
         return len(json.loads(batch.spec))
 """,
-            expect=(("example.py", 5), ("example.py", 7)),
-            applicability=("safe", "safe"),
-            message_contains=("evaluated 2 times",),
+            # one finding for the same call at both sites (merged, both listed)
+            expect=(("example.py", 5),),
+            applicability=("safe",),
+            message_contains=("evaluated 2 times", "also at line 7"),
             fixed={
                 "example.py": """
 import json
@@ -700,9 +698,9 @@ class Runner:
         b = get_forward_context().meta
         return a, b
 """,
-            expect=(("example.py", 9), ("example.py", 10)),
-            applicability=("unsafe", "unsafe"),
-            message_contains=("evaluated 2 times",),
+            expect=(("example.py", 9),),
+            applicability=("unsafe",),
+            message_contains=("evaluated 2 times", "also at line 10"),
             fixed={
                 "example.py": """
 from engine.context import get_forward_context
@@ -864,9 +862,9 @@ class Runner:
         request.options.setdefault("n", 1)
         return request.options["temperature"]
 """,
-            expect=(("example.py", 15), ("example.py", 16)),
-            applicability=("unsafe", "unsafe"),
-            message_contains=("evaluated 2 times",),
+            expect=(("example.py", 15),),
+            applicability=("unsafe",),
+            message_contains=("evaluated 2 times", "also at line 16"),
             fixed={
                 "example.py": """
 import json
@@ -919,37 +917,5 @@ class Runner:
         p = analysis.program
         wanted = reported_properties(p, costs, low_ok)
         reads = hot_property_reads(p, analysis.hot, wanted)
-        reads = [(f, c) for f, c in reads if _runs_each_time(f, c, covered)]
+        reads = [(f, c) for f, c in reads if runs_each_time(f, c, covered)]
         return [Site(f, c, cost, callee, (callee, ())) for f, c, callee, cost in property_read_sites(p, reads, wanted)]
-
-
-def call_sites(p, costs: CostModel, f, covered: set, low_ok: bool) -> list[Site]:
-    """The calls of hot function ``f`` CL002 reports: expensive, and run each
-    time ``f`` runs (the cache checks a function that became hot with this)."""
-    sites: list[Site] = []
-    if f.under_type_checking:
-        return sites
-    ctx = p.context(f)
-    for c in f.calls:
-        if not _runs_each_time(f, c, covered):
-            continue
-        callee = p.call_callee(f, c)
-        names = p.callee_names(callee, dotted(c.func))
-        fn = p.callee_function(callee) if callee is not None else None
-        cost = costs.call_cost(names, fn)
-        if cost is None or (cost.cost == "low" and not low_ok):
-            continue
-        key = None
-        if callee is not None:
-            args = tuple(p.canon(a, ctx) for a in c.args) + tuple(KwArg(n, p.canon(v, ctx)) for n, v in c.kwargs)
-            if all(a is not None and (not isinstance(a, KwArg) or a.value is not None) for a in args):
-                key = (callee, args)
-        sites.append(Site(f, c, cost, callee, key))
-    return sites
-
-
-def _runs_each_time(f, c, covered: set) -> bool:
-    """A site CL002 may report: not CL001's (an attribute already caches it),
-    not in an ``except`` handler (the error path, not the hot one), and not
-    under a fill-once guard (``if self._x is None: self._x = call()`` runs once)."""
-    return (f.path, c.line, c.column) not in covered and not c.in_handler and not fills_once(f, c)

@@ -49,6 +49,7 @@ import ast
 import re
 from collections import deque
 
+from ...facts.bodies import HoistPoint
 from ...facts.catalog import PURE_BUILTINS
 from ...facts.cost import StateKind
 from ...facts.state import related, show
@@ -74,6 +75,7 @@ from .site import (
     _calls_super_init,
     _class_level,
     _inputs_expr,
+    _loop_head,
     _names_in,
     _on_one_path,
 )
@@ -572,7 +574,49 @@ class HoistPlanner(InputAnalysis):
         return name
 
     # hoist to a local -------------------------------------------------------------------
-    def _hoist_local(self, s: Site, same: list[Site]) -> Fix | None:
+    def hoist_local(self, s: Site, same: list[Site], loop: ast.AST | None = None) -> Fix | None:
+        """The hoist-to-a-local fix for the uses ``same`` of one call (``s``
+        among them), or, with ``loop`` (a ``for``/``while`` statement or a
+        comprehension of ``s.function``'s body holding the one use), the fix
+        that computes the call once before that loop (CL006)."""
+        return self._hoist_local(s, same, loop)
+
+    def changed_between(
+        self, s: Site, same: list[Site], loop: ast.AST | None = None, nodes: list | None = None
+    ) -> str | None:
+        """What, proven from the code, changes an input of the call between
+        its uses ``same`` (or, with ``loop``, anywhere in that loop): the
+        message clause, or None when nothing is seen to change one.
+        ``nodes``: the uses' nodes in the function's body, in source order,
+        when the caller has them."""
+        f = s.function
+        occ = sorted(same, key=lambda x: (x.call.line, x.call.column))
+        body = self.a.bodies.body(f)
+        if body is None:
+            return None
+        if nodes is None:
+            nodes = [body.find(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ]
+        if not nodes or any(n is None for n in nodes):
+            return None
+        hp = self._local_point(body, nodes, loop)
+        if hp is None:
+            return None
+        return self._first_change(s, occ, nodes, body, hp)
+
+    @staticmethod
+    def _local_point(body, nodes: list, loop: ast.AST | None):
+        """Where the local goes: before the statement of the first use (in the
+        block holding every use), or, for a loop, before the statement that
+        holds the loop, with the loop (and what is inside it) uncovering the use."""
+        if loop is None:
+            return body.hoist_point(nodes)
+        at = body.hoist_point([loop])
+        if at is None:
+            return None
+        uncovered = tuple(body.conditions(nodes[0], below=at.block[at.index], loops=True))
+        return HoistPoint(at.block, at.index, at.line, uncovered, None)
+
+    def _hoist_local(self, s: Site, same: list[Site], loop: ast.AST | None = None) -> Fix | None:
         p = self.p
         f = s.function
         ctx = p.context(f)
@@ -606,13 +650,21 @@ class HoistPlanner(InputAnalysis):
         at_line = first.line
         body = self.a.bodies.body(f)
         nodes = [body.find(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ] if body else []
+        anchors: tuple[Span, ...] = ()
         if body is None or not nodes or any(n is None for n in nodes):
+            if loop is not None:
+                return None
             reasons.append(f"cachelint could not read `{f.name}` again to check what runs between the uses")
         else:
-            hp = body.hoist_point(nodes)
+            hp = self._local_point(body, nodes, loop)
             if hp is None:
                 return None  # the uses share no statement block: the codemod would not apply it
             at_line = hp.line
+            if loop is not None:
+                head = _loop_head(body, loop)
+                if head is None:
+                    return None
+                anchors = head
             if (hp.uncovered or hp.exit_line is not None) and not (s.cost.pure and s.cost.total):
                 why = (
                     "the first use runs " + "; and ".join(x.describe() for x in hp.uncovered)
@@ -627,12 +679,18 @@ class HoistPlanner(InputAnalysis):
         local = self._fresh_local(f, _base_name(first))
         spans = tuple(Span(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ)
         edits = tuple(Edit(sp, local) for sp in spans) + (
-            Edit(spans[0], f"{local} = {text}", kind=EditKind.INSERT_BEFORE, anchors=spans),
+            Edit(spans[0], f"{local} = {text}", kind=EditKind.INSERT_BEFORE, anchors=anchors + spans),
+        )
+        shown = text if len(text) < 60 else text[:57] + "..."
+        how = (
+            f"runs once per iteration of the loop at line {at_line}"
+            if loop is not None
+            else f"is evaluated {len(occ)} times"
         )
         return Fix(
             Applicability.UNSAFE if reasons else Applicability.SAFE,
             edits,
-            message=f"Hoist to a local: `{text if len(text) < 60 else text[:57] + '...'}` is evaluated {len(occ)} times in `{f.name}`; compute `{local}` once before line {at_line}"
+            message=f"Hoist to a local: `{shown}` {how} in `{f.name}`; compute `{local}` once before line {at_line}"
             + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
             relies_on=(f"callee: {s.cost.pure_reason}", f"uses: lines {', '.join(str(x.call.line) for x in occ)}"),
         )
@@ -644,14 +702,31 @@ class HoistPlanner(InputAnalysis):
         attributes it reads of its object), and the module state its body
         reads. Changes are assignments, in-place method calls, ``del``, and
         what the functions of the tree called there change."""
-        f = s.function
-        last = occ[-1].call
+        changed = self._first_change(s, occ, nodes, body, hp)
+        if changed is not None:
+            reasons.append(changed)
+            return
+        inputs = self._local_inputs(s)
+        if inputs:
+            self._check_unresolved_between(s.function, occ, hp, self._loops(body, nodes, hp), inputs, reasons)
+
+    @staticmethod
+    def _loops(body, nodes: list, hp) -> list:
         loops: list = []
         for n in nodes:
             loops.extend(body.loops_around(n, below=hp.block))
+        return loops
+
+    def _first_change(self, s: Site, occ: list, nodes: list, body, hp) -> str | None:
+        """The first change (an effect of the function's code) to an input of
+        the call between the hoisted statement and the last use, or in a loop
+        that repeats a use: the message clause, or None."""
+        f = s.function
+        last = occ[-1].call
+        loops = self._loops(body, nodes, hp)
         inputs = self._local_inputs(s)
         if not inputs:
-            return
+            return None
         for e in self.a.state.effects(f):
             # from the hoisted statement to the last use's line: an assignment
             # on a use's own line (`self.n = f(self.n)`) happens after the use
@@ -670,11 +745,8 @@ class HoistPlanner(InputAnalysis):
                 what = f"`{shown}`" if changed == shown else f"`{changed}`{through}, and the call reads `{shown}`"
                 if changed != shown:
                     through = ""
-                reasons.append(
-                    f"{where} changes {what}{through} between the uses: one value for all of them would be stale"
-                )
-                return
-        self._check_unresolved_between(f, occ, hp, loops, inputs, reasons)
+                return f"{where} changes {what}{through} between the uses: one value for all of them would be stale"
+        return None
 
     def _check_unresolved_between(self, f, occ: list, hp, loops: list, inputs: list, reasons: list) -> None:
         """A call between the uses (or in a loop repeating one) that cachelint

@@ -3,6 +3,7 @@ expressions, guards and annotations it shares."""
 
 from __future__ import annotations
 
+import ast
 import builtins
 import re
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from ...facts.cost import Cost
 from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
-from ...model import Fix
+from ...model import Fix, Span
 from ...semantic.program import Program
 
 _BUILTINS = frozenset(dir(builtins))
@@ -241,6 +242,33 @@ def _annotation_ok(ann, allowed: frozenset) -> bool:
     if k in ("tuple", "or"):
         return all(_annotation_ok(x, allowed) for x in ann[1])
     return False
+
+
+def _char_col(body, line: int, col: int) -> int:
+    """UTF-8 byte column (``ast``'s unit) -> character column on a file line."""
+    lines = body.lines
+    if not 0 < line <= len(lines) or lines[line - 1].isascii():
+        return col
+    return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
+
+
+def _loop_head(body, loop) -> tuple[Span, ...] | None:
+    """The anchor that puts a statement before ``loop`` (a ``for`` or
+    ``while`` statement: the expression of its header, which the statement
+    holding it evaluates; a comprehension needs none, the statement holding
+    it is the one), or None when there is none."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        e = loop.iter
+    elif isinstance(loop, ast.While):
+        e = loop.test
+    elif isinstance(loop, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return ()
+    else:
+        return None
+    if e.end_lineno is None or e.end_col_offset is None:
+        return None
+    line, end = e.lineno + body.shift, e.end_lineno + body.shift
+    return (Span(line, _char_col(body, line, e.col_offset), end, _char_col(body, end, e.end_col_offset)),)
 
 
 def _calls_super_init(f: FunctionInfo) -> bool:

@@ -1,0 +1,1334 @@
+"""CL006: the same call (or lookup) repeated within one run of a hot function."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import re
+from dataclasses import dataclass
+
+from ..facts.bodies import _always_exits
+from ..facts.cost import CHEAP_METHODS, FRESH_METHODS, NONDETERMINISTIC, TRIVIAL_METHODS, Cost, StateKind
+from ..facts.state import is_mutator
+from ..fixes.hoisting import HoistPlanner, Site
+from ..fixes.hotcalls import call_sites, hot_route
+from ..index.expr import dotted, render
+from ..index.records import CallSite, FunctionInfo
+from ..model import Finding, Span
+from ..semantic.idioms import fills_once
+from ..semantic.values import GlobalRoot
+from .base import Example, Rule
+
+_ROOTS = ({"pattern": "*.Runner.execute_model", "kind": "per-step"},)
+
+# how many uses in one run make a repeat: a call of unknown or known cost, a cheap lookup
+REPEATS = 2
+CHEAP_REPEATS = 3
+
+# builtins that compute something worth keeping when repeated (the others are
+# O(1), make a fresh object each call, or give a new value each call)
+_COUNTED_BUILTINS = frozenset(["sorted", "sum", "any", "all"])
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+# a subscript of an attribute by a name or attribute chain, as written (the pre-filter for lookups)
+_SUBSCRIPT = re.compile(r"\b[A-Za-z_]\w*\.[\w.]*\[[A-Za-z_][\w.]*\]")
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# pairs of conditions (kinds of :class:`~cachelint.facts.bodies.Condition`) no run meets both of
+_EXCLUSIVE = {
+    frozenset(("if", "else")),
+    frozenset(("if", "early-exit")),
+    frozenset(("else", "early-exit-else")),
+    frozenset(("ternary", "ternary-else")),
+}
+
+
+@dataclass(frozen=True)
+class Callee:
+    """How much a call costs, as far as cachelint knows: ``level`` is
+    ``known`` (the catalog or a body of the tree says it does work),
+    ``unknown`` (cachelint cannot see the callee) or ``cheap`` (a lookup);
+    ``what`` says so in the message; ``names``, the callee's names."""
+
+    level: str
+    what: str
+    names: tuple[str, ...]
+    cost: Cost
+
+
+class RepeatedCall(Rule):
+    """## What it does
+    Finds work a hot function does more than once per run with the same
+    inputs:
+
+    - the same call (same callee on the same receiver, the same argument
+      expressions) evaluated two or more times in one run of the function,
+      with nothing between the uses seen to change what it reads
+      (``exc.errors()`` in three places of a handler; ``x.model_dump()`` for
+      a debug log and again for the response);
+    - a call inside a ``for`` or ``while`` loop (or a comprehension) whose
+      callee and arguments the loop does not change
+      (``tokenizer.get_added_vocab()`` in a per-token loop);
+    - a subscript of an attribute with the same key (``self.table[key]``,
+      counting ``key in self.table`` and a final ``del self.table[key]``)
+      three or more times.
+
+    Cheap lookups (a method such as ``.get(k)``, ``.items()``, ``.size()``,
+    a plain getter of the tree, a catalog entry marked ``cost = "low"``)
+    count only when repeated three or more times, and never in a loop;
+    builtins that run in constant time or build a fresh object (``len``,
+    ``isinstance``, ``list``, ``next``, ...) and constructors never count.
+    A call whose callee cachelint cannot resolve (a method of an object of
+    unknown type) is reported with "cost unknown".
+
+    Never reported: calls whose value is discarded (made for their side
+    effect), uses on exclusive branches (an ``if`` and its ``else``, a
+    branch that returns and the code after it), calls in ``except``
+    handlers or lambdas, calls under a fill-once guard, a use after which
+    an argument is rebound or the receiver is changed in place, a loop
+    whose body rebinds or changes an input (its target included), a call
+    in a loop whose body then always leaves the loop, a call not proven
+    pure in a ``while`` loop (its end may depend on that call), in a loop
+    that awaits or with an ``await`` between its uses (other tasks run
+    there), and any call CL002 reports (CL002 wins at the same span).
+
+    ## Why is this bad?
+    Each use pays the call again: a pydantic dump, a scan of the prompt, a
+    dict the tokenizer builds, per request or per token. vLLM fixed several
+    such repeats upstream by computing the value once into a local.
+
+    ## Example
+    ```python
+    def handler(exc):
+        if exc.errors():
+            log(str(exc.errors()))
+        return [e["msg"] for e in exc.errors()]
+    ```
+    Use instead:
+    ```python
+    def handler(exc):
+        errors = exc.errors()
+        if errors:
+            log(str(errors))
+        return [e["msg"] for e in errors]
+    ```
+
+    ## Fix safety
+    The fix (for calls; subscripts are reported without one) computes the
+    value once into a local, before the statement of the first use or
+    before the loop. It is safe only when ``CostModel.purity`` proves the
+    callee pure (so an unresolved callee is always unsafe, named in the
+    reason), a use runs on every path from where the local goes (a loop
+    may run zero times, so a hoist out of a loop is unsafe unless the
+    catalog declares the callee ``total``), nothing between the uses (or in
+    the loop) changes what the call reads, no unresolved call there
+    receives one of its inputs, and no use changes the value in place.
+    The unsafe reasons name the unproven thing.
+
+    ## Fix availability
+    Sometimes: for calls, when the uses share a statement block and are
+    spelled alike.
+    """
+
+    code = "CL006"
+    name = "repeated-call"
+    summary = "Same call repeated in one run of a hot function"
+    fix_availability = "sometimes"
+    reads = ("hot", "program", "config", "cost", "cached_call_spans", "bodies", "state", "estimates")
+    needs_hot_paths = True
+
+    VALID = [
+        # different arguments: different values
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        a = batch.encode(batch.first)
+        b = batch.encode(batch.second)
+        return a, b
+""",
+            hot_roots=_ROOTS,
+        ),
+        # an argument rebound between the uses
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        ids = batch.ids
+        a = batch.encode(ids)
+        ids = batch.more
+        b = batch.encode(ids)
+        return a, b
+""",
+            hot_roots=_ROOTS,
+        ),
+        # the receiver changed in place between the uses (a method of the tree)
+        Example(
+            """
+class Buffer:
+    def __init__(self):
+        self.items = []
+
+    def render(self):
+        return ",".join(str(x) for x in self.items)
+
+
+class Runner:
+    def __init__(self):
+        self.buf = Buffer()
+
+    def execute_model(self, batch):
+        before = self.buf.render()
+        self.buf.items.append(batch)
+        after = self.buf.render()
+        return before, after
+""",
+            hot_roots=_ROOTS,
+        ),
+        # exclusive branches: one use per run
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        if batch.fast:
+            return batch.encode(batch.ids)
+        else:
+            return [batch.encode(batch.ids)]
+""",
+            hot_roots=_ROOTS,
+        ),
+        # a branch that returns, and the code after it: one use per run
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        if batch.fast:
+            return batch.encode(batch.ids)
+        return [batch.encode(batch.ids)]
+""",
+            hot_roots=_ROOTS,
+        ),
+        # the first use's block returns after it: one use per run
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        if batch.dummy:
+            if batch.empty:
+                out = batch.encode(batch.ids)
+                return out
+        out = batch.encode(batch.ids)
+        return [out]
+""",
+            hot_roots=_ROOTS,
+        ),
+        # a command on an argument between the uses (`end.record()`): it may change the value
+        Example(
+            """
+class Runner:
+    def execute_model(self, start, end, batch):
+        a = start.elapsed_time(end)
+        end.record()
+        b = start.elapsed_time(end)
+        return a, b
+""",
+            hot_roots=_ROOTS,
+        ),
+        # the loop target is an argument: a new value on each iteration
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        out = []
+        for tok in batch.tokens:
+            out.append(batch.decode(tok))
+        return out
+""",
+            hot_roots=_ROOTS,
+        ),
+        # the loop changes the receiver: not the same call on each iteration
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        seen = []
+        out = []
+        for tok in batch.tokens:
+            seen.append(tok)
+            out.append(batch.encode(seen))
+        return out
+""",
+            hot_roots=_ROOTS,
+        ),
+        # value discarded: made for the side effect
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        batch.flush(batch.ids)
+        batch.flush(batch.ids)
+        return batch
+""",
+            hot_roots=_ROOTS,
+        ),
+        # a cheap lookup twice
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        a = batch.table.get(batch.key)
+        b = batch.table.get(batch.key)
+        return a, b
+""",
+            hot_roots=_ROOTS,
+        ),
+        # cheap builtins, and a plain getter of the tree
+        Example(
+            """
+class Batch:
+    def __init__(self, n):
+        self._n = n
+
+    def count(self):
+        return self._n
+
+
+class Runner:
+    def execute_model(self, batch: Batch):
+        if len(batch.ids) > 1 and len(batch.ids) < 9:
+            return batch.count() + batch.count()
+        return 0
+""",
+            hot_roots=_ROOTS,
+        ),
+        # the error path
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        try:
+            return batch.run()
+        except ValueError as exc:
+            return exc.errors(), exc.errors()
+""",
+            hot_roots=_ROOTS,
+        ),
+        # in a loop that always leaves after the call: once per run
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        for tok in batch.tokens:
+            if tok == 0:
+                return batch.encode(batch.ids)
+        return None
+""",
+            hot_roots=_ROOTS,
+        ),
+        # not on a hot path
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        return batch
+
+def setup(cfg):
+    return cfg.dump(), cfg.dump()
+""",
+            hot_roots=_ROOTS,
+        ),
+    ]
+
+    INVALID = [
+        # an unresolved method called three times with the same receiver and
+        # arguments: cost unknown, and the fix is unsafe (nothing proves it pure)
+        Example(
+            """
+class Runner:
+    def execute_model(self, exc):
+        errors = [e["msg"] for e in exc.errors()]
+        if exc.errors() and errors:
+            return str(exc.errors())
+        return None
+""",
+            expect=(("example.py", 3),),
+            applicability=("unsafe",),
+            message_contains=("evaluated 3 times", "cost unknown", "`exc.errors` is not known to be pure"),
+            fixed={
+                "example.py": """
+class Runner:
+    def execute_model(self, exc):
+        errors_2 = exc.errors()
+        errors = [e["msg"] for e in errors_2]
+        if errors_2 and errors:
+            return str(errors_2)
+        return None
+"""
+            },
+            hot_roots=_ROOTS,
+        ),
+        # a pure function of the tree (it loops over its input) called twice:
+        # proven pure, a use on every path, nothing changes `ids` between: safe
+        Example(
+            """
+def checksum(ids: tuple) -> int:
+    total = 0
+    for i in ids:
+        total = (total * 31 + i) % 1000003
+    return total
+
+
+class Runner:
+    def execute_model(self, batch):
+        ids = tuple(batch.ids)
+        key = checksum(ids)
+        return key, checksum(ids) % 7
+""",
+            expect=(("example.py", 11),),
+            applicability=("safe",),
+            message_contains=("evaluated 2 times", "per-step"),
+            fixed={
+                "example.py": """
+def checksum(ids: tuple) -> int:
+    total = 0
+    for i in ids:
+        total = (total * 31 + i) % 1000003
+    return total
+
+
+class Runner:
+    def execute_model(self, batch):
+        ids = tuple(batch.ids)
+        checksum_2 = checksum(ids)
+        key = checksum_2
+        return key, checksum_2 % 7
+"""
+            },
+            hot_roots=_ROOTS,
+        ),
+        # an unresolved call between the uses receives the argument: unsafe, named
+        Example(
+            """
+def checksum(ids: list) -> int:
+    total = 0
+    for i in ids:
+        total = (total * 31 + i) % 1000003
+    return total
+
+
+class Runner:
+    def execute_model(self, batch):
+        ids = list(batch.ids)
+        key = checksum(ids)
+        batch.extend_ids(ids)
+        return key, checksum(ids) % 7
+""",
+            expect=(("example.py", 11),),
+            applicability=("unsafe",),
+            message_contains=("`batch.extend_ids(...)` (line 12) is a call cachelint cannot resolve",),
+            hot_roots=_ROOTS,
+        ),
+        # a loop-invariant call: once per iteration of the loop; unsafe to move
+        # out (the loop may not run; the callee is unresolved)
+        Example(
+            """
+class Runner:
+    def execute_model(self, tokenizer, tokens):
+        out = []
+        for tok in tokens:
+            if tok in tokenizer.get_added_vocab():
+                out.append(tok)
+        return out
+""",
+            expect=(("example.py", 5),),
+            applicability=("unsafe",),
+            message_contains=("once per iteration of the loop at line 4", "cost unknown"),
+            fixed={
+                "example.py": """
+class Runner:
+    def execute_model(self, tokenizer, tokens):
+        out = []
+        added_vocab = tokenizer.get_added_vocab()
+        for tok in tokens:
+            if tok in added_vocab:
+                out.append(tok)
+        return out
+"""
+            },
+            hot_roots=_ROOTS,
+        ),
+        # a cheap lookup three times (a membership test, two reads, a final del)
+        Example(
+            """
+class Runner:
+    def __init__(self):
+        self.table = {}
+
+    def execute_model(self, key, block_id):
+        if key in self.table:
+            del self.table[key][block_id]
+            if len(self.table[key]) == 0:
+                del self.table[key]
+        return key
+""",
+            expect=(("example.py", 6),),
+            applicability=(None,),
+            message_contains=("looked up 4 times",),
+            hot_roots=_ROOTS,
+        ),
+        # a cheap method three times
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        a = batch.table.get(batch.key)
+        b = batch.table.get(batch.key)
+        c = batch.table.get(batch.key)
+        return a, b, c
+""",
+            expect=(("example.py", 3),),
+            applicability=("unsafe",),
+            message_contains=("evaluated 3 times", "a cheap lookup"),
+            hot_roots=_ROOTS,
+        ),
+    ]
+
+    def check(self, analysis) -> list[Finding]:
+        hot = analysis.hot
+        p = analysis.program
+        covered = analysis.cached_call_spans()
+        costs = analysis.cost
+        low_ok = analysis.config.min_cost == "low"
+        planner = HoistPlanner(analysis, hot)
+        out: list[Finding] = []
+        for qn in sorted(hot.chains):
+            f = p.functions.get(qn)
+            if f is None or f.under_type_checking:
+                continue
+            out.extend(_Function(self.code, analysis, planner, f, covered, low_ok, costs).findings())
+        return out
+
+
+class _Function:
+    """The findings of one hot function."""
+
+    def __init__(self, code, analysis, planner: HoistPlanner, f: FunctionInfo, covered, low_ok, costs) -> None:
+        self.code = code
+        self.a = analysis
+        self.p = analysis.program
+        self.planner = planner
+        self.f = f
+        self.covered = covered
+        self.low_ok = low_ok
+        self.costs = costs
+        self.ctx = self.p.context(f)
+        fi = self.p.modules_by_path.get(f.path)
+        self.module = fi.module if fi is not None else None
+        self._cl002: set | None = None
+        self._nodes: dict | None = None
+
+    # the function's body is parsed again only when the index shows a candidate
+    @functools.cached_property
+    def body(self):
+        return self.a.bodies.body(self.f)
+
+    @functools.cached_property
+    def stores(self) -> dict[str, list[int]]:
+        """Names bound in the body (nested scopes apart), with their AST lines."""
+        return _stores(self.body.node)
+
+    @functools.cached_property
+    def mutations(self) -> list[tuple[str, int]]:
+        return _mutations(self.body.node)
+
+    def node(self, c: CallSite) -> ast.AST | None:
+        """The call node the index recorded at ``c``'s span (one walk of the body for all)."""
+        body = self.body
+        if self._nodes is None:
+            self._nodes = {
+                (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset): n
+                for n in _walk_code(body.node)
+                if isinstance(n, ast.Call)
+            }
+        sh = body.shift
+        key = (c.line - sh, body._bcol(c.line, c.column), c.end_line - sh, body._bcol(c.end_line, c.end_column))
+        return self._nodes.get(key)
+
+    # ----- what CL002 reports here ---------------------------------------------------------
+    def cl002_spans(self) -> set:
+        if self._cl002 is None:
+            sites = call_sites(self.p, self.costs, self.f, self.covered, self.low_ok)
+            chosen = self.planner.select(sites) if sites else []
+            self._cl002 = {(s.call.line, s.call.column) for s in chosen}
+        return self._cl002
+
+    # ----- the callee ---------------------------------------------------------------------------
+    def callee(self, c: CallSite) -> Callee | None:
+        """What calling ``c``'s callee costs, or None when it never counts: a
+        constructor, a factory (a fresh object each call), a generator or
+        coroutine function, a call whose value differs each time (a clock, a
+        random source, a function that changes state), an O(1) builtin, a
+        plain getter, a memoized function, a function of a library module."""
+        p = self.p
+        callee = p.call_callee(self.f, c)
+        names = p.callee_names(callee, dotted(c.func))
+        fn = p.callee_function(callee) if callee is not None else None
+        if any(n.startswith(NONDETERMINISTIC) for n in names):
+            return None
+        if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+            qn = callee[0].qualname
+            if qn in p.classes:
+                return None  # a constructor: a fresh object each time
+            if qn.startswith("builtins."):
+                if qn[9:] not in _COUNTED_BUILTINS:
+                    return None
+                return Callee("known", f"the builtin `{qn[9:]}` walks its input", tuple(names), self._cost(names, fn))
+        cost = self.costs.call_cost(names, fn)
+        if cost is not None:
+            if cost.cost == "low" and not self.low_ok:
+                return None  # cheap, but everywhere (CL002 too reports these only with min-cost = low)
+            return Callee("known", f"{cost.kind} work ({cost.reason})", tuple(names), cost)
+        if fn is not None:
+            if p.is_cached(fn) or fn.name.startswith("__") or fn.is_async or self.costs.trivial(fn):
+                return None  # a memo lookup, a dunder, a coroutine function, a plain getter
+            if fn.parent_function is not None:
+                return None  # a closure: it reads variables of its enclosing function the call does not show
+            if self._fresh(fn):
+                return None
+            mine = self._cost(names, fn)
+            if not any(a.kind == "for" for a in fn.assigns) and self.costs.visibly_cheap(fn):
+                return Callee("cheap", f"a cheap function of the tree (`{fn.qualname}`)", tuple(names), mine)
+            return Callee("known", f"a call of `{fn.qualname}`", tuple(names), mine)
+        if c.func[0] != "attr":
+            return None  # a function of a library module, or unresolved: nothing known
+        last = c.func[2]
+        root = c.func[1]
+        while root[0] == "attr":
+            root = root[1]
+        if root[0] == "name" and self.module is not None and root[1] not in self.ctx.params:
+            if root[1] not in self.ctx.locals and self.p.resolve_name(self.module, root[1]) is not None:
+                return None  # `torch.empty_like(...)`, `math.sqrt(...)`: a library function, not a method of an object
+        if last in TRIVIAL_METHODS or last in FRESH_METHODS or last.startswith("__") or _class_like(last):
+            return None  # an O(1) method, a fresh copy, a dunder, or a class (a constructor)
+        if last in CHEAP_METHODS:
+            return Callee("cheap", "a cheap lookup", tuple(names), self._cost(names, fn))
+        return Callee("unknown", "cost unknown: cachelint cannot see the callee", tuple(names), self._cost(names, fn))
+
+    def _fresh(self, fn: FunctionInfo, depth: int = 0) -> bool:
+        """``fn`` gives a new value on each call: a generator function, a
+        factory (it returns a constructor call, or a factory's value), or a
+        body that changes state (assigns an attribute, rebinds a global,
+        calls a mutator) or reads a clock or random source."""
+        p = self.p
+        if self.planner._is_generator(fn):
+            return True
+        ctx = p.context(fn)
+        for r in fn.returns:
+            if r[0] != "call":
+                continue
+            d = dotted(r[1]) or ""
+            if r[1] == ("name", "cls") or _class_like(d.rsplit(".", 1)[-1]):
+                return True
+            target = p.canon(r[1], ctx)
+            if target is not None and len(target) == 1 and isinstance(target[0], GlobalRoot):
+                if target[0].qualname in p.classes:
+                    return True
+            g = p.callee_function(target) if target is not None else None
+            if g is not None and g is not fn and depth < 2 and self._fresh(g, depth + 1):
+                return True
+        for c in fn.calls:
+            if any(n.startswith(NONDETERMINISTIC) for n in p.callee_names(p.call_callee(fn, c), dotted(c.func))):
+                return True  # a clock, a random source, an identifier
+        if depth:
+            return False
+        st = self.costs.purity([fn.qualname], fn).state
+        if st is None:
+            return False
+        if st.kind in (StateKind.WRITE, StateKind.GLOBAL):
+            return True
+        if st.kind is StateKind.CATALOGUED and st.what == "copy":
+            return True
+        last = st.name.rsplit(".", 1)[-1]
+        return st.name.startswith(NONDETERMINISTIC) or is_mutator(last) or last in FRESH_METHODS
+
+    def _cost(self, names: list, fn) -> Cost:
+        """Purity of the call: of every implementation a method call may
+        dispatch to (an override that changes state makes the call impure)."""
+        purity = self.costs.purity(names, fn)
+        if purity.pure and fn is not None and fn.class_qualname:
+            for impl in self.costs.implementations(fn)[1:]:
+                other = self.costs.purity([impl.qualname], impl)
+                if not other.pure:
+                    return Cost("repeated-work", "", False, f"override `{impl.qualname}`: {other.detail()}")
+        return Cost("repeated-work", "", purity.pure, purity.detail())
+
+    # ----- the uses -------------------------------------------------------------------------------
+    def candidates(self) -> dict[tuple, list[CallSite]]:
+        """The calls that may repeat, from the index alone, grouped by call
+        expression: in a group of two or more, or in a loop."""
+        f, planner = self.f, self.planner
+        groups: dict[tuple, list[CallSite]] = {}
+        for c in f.calls:
+            if c.is_read or c.in_handler or (f.path, c.line, c.column) in self.covered:
+                continue
+            groups.setdefault((c.func, c.args, c.kwargs), []).append(c)
+        out: dict[tuple, list[CallSite]] = {}
+        for key, calls in groups.items():
+            if len(calls) < REPEATS and not calls[0].in_loop:
+                continue
+            names: list[str] = []
+            _names(("call", *key), names)
+            if "?" in names or not self._names_known(names):
+                continue
+            calls = [c for c in calls if not fills_once(f, c) and not planner._value_discarded(f, c)]
+            if calls:
+                out[key] = calls
+        return out
+
+    def located(self, calls: list[CallSite]) -> list[tuple[CallSite, ast.AST]]:
+        """The calls with their nodes, less those in a lambda or awaited (a
+        coroutine, or a generator delegated to: a fresh one each call)."""
+        out = []
+        for c in calls:
+            node = self.node(c)
+            if node is None or self._in_lambda(node):
+                continue
+            up = self.body._parent.get(id(node))
+            if up is not None and isinstance(up[0], (ast.Await, ast.YieldFrom)):
+                continue
+            out.append((c, node))
+        return out
+
+    def _names_known(self, names: list[str]) -> bool:
+        """Every name is a parameter, a local, a name of an enclosing function or of the module."""
+        ctx = self.ctx
+        for n in names:
+            if n in ctx.params or n in ctx.locals:
+                continue
+            up = ctx.parent
+            found = False
+            while up is not None and not found:
+                found = n in up.params or n in up.locals
+                up = up.parent
+            if found:
+                continue
+            if self.module is None or self.p.resolve_name(self.module, n) is None:
+                return False  # a comprehension variable, or unknown
+        return True
+
+    def _in_lambda(self, node: ast.AST) -> bool:
+        return any(isinstance(par, ast.Lambda) for par, _f, _i, _c in self.body.steps(node))
+
+    # ----- findings -------------------------------------------------------------------------------
+    def findings(self) -> list[Finding]:
+        out: list[Finding] = []
+        f = self.f
+        if f.calls:
+            cands = self.candidates()
+            callees: dict[tuple, Callee] = {}
+            for key, calls in cands.items():
+                cal = self.callee(calls[0])
+                if cal is None:
+                    continue
+                need = CHEAP_REPEATS if cal.level == "cheap" else REPEATS
+                if len(calls) >= need or (
+                    cal.level != "cheap" and any(c.in_loop for c in calls) and self._may_be_invariant(key)
+                ):
+                    callees[key] = cal
+            if callees and self.body is not None:
+                reported = self.cl002_spans()
+                groups = {}
+                for key in callees:
+                    located = self.located([c for c in cands[key] if (c.line, c.column) not in reported])
+                    if located:
+                        groups[key] = located
+                out.extend(self._call_findings(groups, callees))
+        if self._subscript_hint() and self.body is not None:
+            out.extend(self._subscript_findings())
+        return _outermost(out)
+
+    def _may_be_invariant(self, key: tuple) -> bool:
+        """From the index alone, before the body is parsed again: the
+        receiver's root is bound only outside loops, and no argument is
+        itself a loop target (``decode(tok)`` in ``for tok in ...``)."""
+        func, args, kwargs = key
+        locals_ = self.ctx.locals
+        root = func
+        while root[0] in ("attr", "call"):
+            root = root[1]
+        if func[0] == "attr" and root[0] == "name" and any(a.in_loop for a in locals_.get(root[1], ())):
+            return False
+        for part in (*args, *(v for _k, v in kwargs)):
+            if part[0] == "name" and any(a.kind == "for" for a in locals_.get(part[1], ())):
+                return False
+        return True
+
+    def _subscript_hint(self) -> bool:
+        """The function's text holds one subscript ``T[k]`` (a name key)
+        three times: the lookups worth reporting (3+) are spelled so, but for
+        a membership test ``k in T``."""
+        f = self.f
+        text = self.planner.text(f.path, f.line, 0, f.end_line, 10**6) or ""
+        if text.count("[") < CHEAP_REPEATS:
+            return False
+        seen: dict[str, int] = {}
+        for m in _SUBSCRIPT.finditer(text):
+            n = seen[m.group(0)] = seen.get(m.group(0), 0) + 1
+            if n >= CHEAP_REPEATS - 1 and (n >= CHEAP_REPEATS or " in " in text):
+                return True
+        return False
+
+    def _call_findings(self, groups: dict, callees: dict) -> list[Finding]:
+        out: list[Finding] = []
+        taken: set = set()
+        # (b) loop-invariant calls, grouped by their innermost loop
+        for key, uses in groups.items():
+            cal = callees[key]
+            if cal.level == "cheap":
+                continue
+            by_loop: dict[int, list] = {}
+            loops: dict[int, ast.AST] = {}
+            for c, n in uses:
+                loop = self._loop_of(n) if c.in_loop else None
+                if loop is not None:
+                    by_loop.setdefault(id(loop), []).append((c, n))
+                    loops[id(loop)] = loop
+            for lid, lu in by_loop.items():
+                found = self._loop_finding(lu, loops[lid], cal)
+                if found is not None:
+                    out.append(found)
+                    taken.update((c.line, c.column) for c, _n in lu)
+        # (a) the same call several times in one run
+        for key, uses in groups.items():
+            cal = callees[key]
+            uses = [(c, n) for c, n in uses if (c.line, c.column) not in taken]
+            need = CHEAP_REPEATS if cal.level == "cheap" else REPEATS
+            if len(uses) < need:
+                continue
+            found = self._repeat_finding(uses, cal, need)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _repeat_finding(self, uses: list, cal: Callee, need: int) -> Finding | None:
+        uses = sorted(uses, key=lambda u: (u[0].line, u[0].column))
+        names: list[str] = []
+        c0 = uses[0][0]
+        _names(("call", c0.func, c0.args, c0.kwargs), names)
+        barriers = [line for n in set(names) for line in self.stores.get(n, ())]
+        used = self._input_chains(c0)
+        barriers += [line for m, line in self.mutations if any(_related(m, u) for u in used)]
+        best: list = []
+        for seg in _segments(uses, barriers):
+            seg = _compatible(seg, self.body)
+            if len(seg) < need:
+                continue
+            if self._receiver_touched(seg, None):
+                continue
+            if not cal.cost.pure and self._awaits_between(seg[0][1], seg[-1][1]):
+                continue  # other tasks run at an `await` between the uses
+            sites = [Site(self.f, c, cal.cost, None, None) for c, _n in seg]
+            if self.planner.changed_between(sites[0], sites, None, [n for _c, n in seg]) is not None:
+                continue
+            if len(seg) > len(best):
+                best = seg
+        if not best:
+            return None
+        sites = [Site(self.f, c, cal.cost, None, None) for c, _n in best]
+        fix = self.planner.hoist_local(sites[0], sites)
+        n = len(best)
+        lines = ", ".join(str(c.line) for c, _n in best)
+        how = f"is evaluated {n} times with the same arguments in one run of `{self.f.name}` (lines {lines})"
+        return self._finding(best, cal, how, fix, {"repeats": n, "loop_line": None}, n - 1)
+
+    def _loop_finding(self, uses: list, loop: ast.AST, cal: Callee) -> Finding | None:
+        uses = sorted(uses, key=lambda u: (u[0].line, u[0].column))
+        c0 = uses[0][0]
+        names: list[str] = []
+        _names(("call", c0.func, c0.args, c0.kwargs), names)
+        if isinstance(loop, ast.While) and not cal.cost.pure:
+            return None  # a `while` loop ends because something in it changes: perhaps this very call
+        if not cal.cost.pure and _suspends(loop):
+            return None  # other tasks run at each `await`: they may change what the call reads
+        bound = _stores(loop, include_self=True)
+        if any(n in bound for n in names):
+            return None  # the loop rebinds an input (its target included)
+        used = self._input_chains(c0)
+        if any(_related(m, u) for m, _line in _mutations(loop, include_self=True) for u in used):
+            return None  # the loop changes an input in place
+        if any(_always_leaves(self.body, node, loop) for _c, node in uses):
+            return None  # runs once, then the loop is left
+        if self._receiver_touched(uses, loop):
+            return None
+        sites = [Site(self.f, c, cal.cost, None, None) for c, _n in uses]
+        if self.planner.changed_between(sites[0], sites, loop, [n for _c, n in uses]) is not None:
+            return None
+        fix = self.planner.hoist_local(sites[0], sites, loop)
+        line = self.body.line_of(loop)
+        kind = "comprehension" if isinstance(loop, _COMPS) else "loop"
+        how = f"runs once per iteration of the {kind} at line {line}, its callee and arguments unchanged by the {kind}"
+        return self._finding(uses, cal, how, fix, {"repeats": None, "loop_line": line}, None)
+
+    def _finding(self, uses: list, cal: Callee, how: str, fix, data: dict, extra: int | None) -> Finding:
+        f = self.f
+        hot = self.a.hot
+        chain = hot.chain(f.qualname)
+        kind = hot.kind(f.qualname, "hot")
+        c0 = uses[0][0]
+        shown = render(c0.func)
+        msg = f"`{shown}(...)` {how}; {cal.what}; on a {kind} path, reached via {hot_route(chain)}"
+        notes: tuple = ()
+        if fix is None:
+            notes = ("no fix: the uses do not share a statement block, or are spelled differently",)
+            msg += "; " + notes[0]
+        else:
+            msg += f"; fix: {fix.message}"
+        return Finding(
+            code=self.code,
+            path=f.path,
+            span=Span(c0.line, c0.column, c0.end_line, c0.end_column),
+            message=msg,
+            function=f.qualname,
+            hot_path=chain,
+            fix=fix,
+            notes=notes,
+            data={
+                **data,
+                "sites": [[c.line, c.column] for c, _n in uses],
+                "hot_kind": kind,
+                "cost": cal.level,
+                "pure": cal.cost.pure,
+                # what a per-finding cost estimate (``data["estimate"]``, from
+                # the cost model) is computed from: the callee, and how many
+                # extra runs per function run (None: once per loop iteration)
+                "cost_basis": {"callee": list(cal.names), "extra_runs": extra, "loop_line": data["loop_line"]},
+                # the runs a fix saves: the extra uses, or each iteration of the loop
+                "estimate": self.a.estimates.site(f, c0, repeats=extra).to_data(),
+            },
+        )
+
+    def _awaits_between(self, first: ast.AST, last: ast.AST) -> bool:
+        lo, hi = getattr(first, "lineno", 0), getattr(last, "lineno", 0)
+        return any(
+            isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) and lo <= n.lineno <= hi
+            for n in _walk_code(self.body.node)
+        )
+
+    def _input_chains(self, c: CallSite) -> list[str]:
+        """The chains a call reads: its arguments, and its receiver unless the
+        callee is a method of the tree (its effects are followed precisely)."""
+        out: list[str] = []
+        for part in (*c.args, *(v for _k, v in c.kwargs)):
+            _chains(part, out)
+        if c.func[0] == "attr":
+            callee = self.p.call_callee(self.f, c)
+            if callee is None or self.p.callee_function(callee) is None:
+                _chains(c.func[1], out)
+        return out
+
+    def _receiver_touched(self, uses: list, loop: ast.AST | None) -> bool:
+        """Between the uses (or in ``loop``), a call cachelint cannot resolve
+        is made on the receiver or an argument of the repeated call as a
+        command (a whole statement, or a mutator: ``parser.feed(tok)``
+        between two ``parser.is_done(ids)``, ``end.record()`` before
+        ``start.elapsed_time(end)``): it may change what the call returns."""
+        c0 = uses[0][0]
+        watched: list[str] = []
+        for part in (*c0.args, *(v for _k, v in c0.kwargs)):
+            _chains(part, watched)
+        if c0.func[0] == "attr":
+            recv = dotted(c0.func[1])
+            if recv is not None:
+                watched.append(recv)
+        if not watched:
+            return False
+        if loop is not None:
+            lo, hi = (
+                self.body.line_of(loop),
+                (getattr(loop, "end_lineno", None) or getattr(loop, "lineno", 0)) + self.body.shift,
+            )
+        else:
+            lo, hi = uses[0][0].line, uses[-1][0].end_line
+        mine = {(c.line, c.column) for c, _n in uses}
+        p = self.p
+        for c in self.f.calls:
+            if (c.line, c.column) in mine or not lo <= c.line <= hi or c.func[0] != "attr":
+                continue
+            d = dotted(c.func[1])
+            if d is None or not any(d == w or w.startswith(d + ".") for w in watched):
+                continue
+            if c.func[2] in CHEAP_METHODS or (c.func, c.args, c.kwargs) == (c0.func, c0.args, c0.kwargs):
+                continue
+            if not is_mutator(c.func[2]) and not self.planner._value_discarded(self.f, c):
+                continue  # its value is used: a query, not a command
+            callee = p.call_callee(self.f, c)
+            if callee is not None and p.callee_function(callee) is not None:
+                continue  # a function of the tree: its effects are followed
+            return True
+        return False
+
+    def _loop_of(self, node: ast.AST) -> ast.AST | None:
+        """The innermost loop (or comprehension) that runs ``node`` on each iteration."""
+        steps = self.body.steps(node)
+        for parent, fname, _idx, _child in reversed(steps):
+            if isinstance(parent, _SCOPES):
+                return None
+            if isinstance(parent, (ast.For, ast.AsyncFor)) and fname == "body":
+                return parent
+            if isinstance(parent, ast.While) and fname in ("body", "test"):
+                return parent
+            if isinstance(parent, _COMPS) and fname in ("elt", "key", "value"):
+                return parent
+            if isinstance(parent, ast.comprehension) and fname == "ifs":
+                return self.body._parent.get(id(parent), (None,))[0]
+        return None
+
+    # ----- subscripts -------------------------------------------------------------------------------
+    def _subscript_findings(self) -> list[Finding]:
+        """``T[k]`` read 3+ times with the same key (``k in T`` and a final
+        ``del T[k]`` or ``T[k] = v`` count as lookups; after that, the table changed)."""
+        body = self.body
+        groups: dict[str, list] = {}
+        for node in _walk_code(body.node):
+            if isinstance(node, ast.Subscript):
+                key = _lookup_key(node.value, node.slice)
+                if key is not None:
+                    kind = "read" if isinstance(node.ctx, ast.Load) else "write"
+                    groups.setdefault(key, []).append((node, kind))
+            elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+                key = _lookup_key(node.comparators[0], node.left)
+                if key is not None:
+                    groups.setdefault(key, []).append((node, "test"))
+        out = []
+        for key, uses in groups.items():
+            if sum(1 for _n, k in uses if k == "read") < 1 or len(uses) < CHEAP_REPEATS:
+                continue
+            found = self._subscript_group(key, uses)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _subscript_group(self, key: str, uses: list) -> Finding | None:
+        body = self.body
+        uses = sorted(uses, key=lambda u: (u[0].lineno, u[0].col_offset))
+        target = uses[0][0]
+        table = target.value if isinstance(target, ast.Subscript) else target.comparators[0]
+        names = {n.id for n in ast.walk(table) if isinstance(n, ast.Name)}
+        sl = target.slice if isinstance(target, ast.Subscript) else target.left
+        names |= {n.id for n in ast.walk(sl) if isinstance(n, ast.Name)}
+        barriers = sorted({line for n in names for line in self.stores.get(n, ())})  # AST lines
+        conds = {id(n): body.conditions(n) for n, _k in uses}
+        if any(any(x.kind in ("except", "lambda") for x in conds[id(n)]) for n, _k in uses):
+            uses = [(n, k) for n, k in uses if not any(x.kind in ("except", "lambda") for x in conds[id(n)])]
+        best: list = []
+        cur: list = []
+        for n, k in uses:
+            if cur and any(cur[-1][0].lineno <= b < n.lineno for b in barriers):
+                cur = []
+            if any(_exclusive(conds[id(n)], conds[id(m)]) for m, _k in cur):
+                continue
+            if cur and cur[-1][1] == "write":
+                cur = []  # the table changed: a new value from here on
+            cur.append((n, k))
+            if len(cur) > len(best) and any(kk == "read" for _m, kk in cur):
+                best = list(cur)
+        if len(best) < CHEAP_REPEATS or self._table_changed(best, table):
+            return None
+        first = best[0][0]
+        f = self.f
+        hot = self.a.hot
+        chain = hot.chain(f.qualname)
+        kind = hot.kind(f.qualname, "hot")
+        line, col = body.line_of(first), first.col_offset
+        lines = ", ".join(str(body.line_of(n)) for n, _k in best)
+        msg = (
+            f"`{key}` is looked up {len(best)} times with the same key in one run of `{f.name}` (lines {lines}); "
+            f"a cheap lookup, repeated; on a {kind} path, reached via {hot_route(chain)}; "
+            "no fix: bind the value once (`x = table.get(key)`) by hand"
+        )
+        end = getattr(first, "end_lineno", None) or first.lineno
+        return Finding(
+            code=self.code,
+            path=f.path,
+            span=Span(
+                line,
+                _char_col(body, line, col),
+                end + body.shift,
+                _char_col(body, end + body.shift, first.end_col_offset or 0),
+            ),
+            message=msg,
+            function=f.qualname,
+            hot_path=chain,
+            fix=None,
+            notes=("no fix: a subscript is not hoisted automatically",),
+            data={
+                "repeats": len(best),
+                "loop_line": None,
+                "sites": [[body.line_of(n), _char_col(body, body.line_of(n), n.col_offset)] for n, _k in best],
+                "hot_kind": kind,
+                "cost": "cheap",
+                "pure": None,
+                "cost_basis": {"callee": ["__getitem__"], "extra_runs": len(best) - 1, "loop_line": None},
+                "estimate": self.a.estimates.lookup(f, len(best) - 1).to_data(),
+            },
+        )
+
+    def _table_changed(self, uses: list, table: ast.AST) -> bool:
+        """A call between the uses changes the table in place (``T.pop(k)``, a
+        function of the tree that writes it, an unresolved call passed it)."""
+        shown = ast.unparse(table)
+        lo = self.body.line_of(uses[0][0])
+        hi = self.body.line_of(uses[-1][0])
+        for c in self.f.calls:
+            if not lo <= c.line <= hi:
+                continue
+            parts = [c.func[1]] if c.func[0] == "attr" else []
+            parts += [*c.args, *(v for _k, v in c.kwargs)]
+            if any(dotted(x) == shown for x in parts):
+                if c.func[0] == "attr" and c.func[1] is not None and dotted(c.func[1]) == shown:
+                    if c.func[2] in CHEAP_METHODS:
+                        continue
+                return True
+        return False
+
+
+# ----- helpers over the AST ---------------------------------------------------------------------
+
+
+def _char_col(body, line: int, col: int) -> int:
+    lines = body.lines
+    if not 0 < line <= len(lines) or lines[line - 1].isascii():
+        return col
+    return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
+
+
+def _names(e, out: list) -> None:
+    """Every name an indexed expression reads (``"?"`` for a part not indexed)."""
+    if not isinstance(e, tuple) or not e:
+        return
+    k = e[0]
+    if k == "name":
+        out.append(e[1])
+    elif k == "attr":
+        _names(e[1], out)
+    elif k == "call":
+        _names(e[1], out)
+        for a in e[2]:
+            _names(a, out)
+        for _kw, v in e[3]:
+            _names(v, out)
+    elif k == "sub":
+        _names(e[1], out)
+        _names(e[2], out)
+    elif k in ("tuple", "and", "or"):
+        for x in e[1]:
+            _names(x, out)
+    elif k == "not":
+        _names(e[1], out)
+    elif k == "cmp":
+        _names(e[2], out)
+        for x in e[3]:
+            _names(x, out)
+    elif k != "const":
+        out.append("?")
+
+
+def _walk_scope(node: ast.AST):
+    """The nodes of a function body, not those of nested functions, lambdas or classes."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, _SCOPES):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def _outermost(found: list[Finding]) -> list[Finding]:
+    """Drop a finding whose call is part of another's (``x.pow(2)`` in ``x.pow(2).sum()``)."""
+
+    def inside(a: Span, b: Span) -> bool:
+        return (
+            a != b
+            and (b.line, b.column) <= (a.line, a.column)
+            and (a.end_line, a.end_column) <= (b.end_line, b.end_column)
+        )
+
+    return [f for f in found if not any(inside(f.span, g.span) for g in found)]
+
+
+def _class_like(name: str) -> bool:
+    """A name that calls a class: ``Foo``, ``cls``, ``self.parser_cls``, ``tokenizer_class``."""
+    return name[:1].isupper() or name in ("cls", "klass") or name.endswith(("_cls", "_class"))
+
+
+def _walk_code(fn: ast.AST):
+    """The nodes of a function's statements that run (not its signature, its
+    decorators, annotations, nested scopes)."""
+    stack = list(getattr(fn, "body", []))
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, _SCOPES):
+            continue
+        for fname, value in ast.iter_fields(n):
+            if isinstance(n, ast.AnnAssign) and fname == "annotation":
+                continue
+            if isinstance(value, list):
+                stack.extend(x for x in value if isinstance(x, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+
+
+def _stores(node: ast.AST, include_self: bool = False) -> dict[str, list[int]]:
+    """Names bound in ``node`` (a body, or a loop with its target), with the
+    (0-based-shift-free) source lines: assignments, loop and comprehension
+    targets, ``with ... as``, ``except ... as``, walrus, ``del``, imports."""
+    out: dict[str, list[int]] = {}
+    nodes = [node, *_walk_scope(node)] if include_self else list(_walk_scope(node))
+    for n in nodes:
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.setdefault(n.id, []).append(n.lineno)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.setdefault(n.name, []).append(n.lineno)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.setdefault((a.asname or a.name).split(".")[0], []).append(n.lineno)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            for name in n.names:
+                out.setdefault(name, []).append(n.lineno)
+    return out
+
+
+def _chains(e, out: list) -> None:
+    """The maximal name or attribute chains an indexed expression reads, as dotted text."""
+    if not isinstance(e, tuple) or not e:
+        return
+    d = dotted(e) if e[0] in ("name", "attr") else None
+    if d is not None:
+        out.append(d)
+        return
+    for part in e[1:] if isinstance(e[0], str) else e:
+        if isinstance(part, tuple):
+            _chains(part, out)
+
+
+def _mutations(node: ast.AST, include_self: bool = False) -> list[tuple[str, int]]:
+    """What ``node`` changes in place, as (dotted chain, AST line): ``x.append(..)``
+    (and the other mutators), ``x[k] = v``, ``del x[k]``, ``x.a = v``, ``x += ..``."""
+    out: list[tuple[str, int]] = []
+    nodes = [node, *_walk_scope(node)] if include_self else list(_walk_scope(node))
+    for n in nodes:
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and is_mutator(n.func.attr):
+            if _plain(n.func.value):
+                out.append((ast.unparse(n.func.value), n.lineno))
+        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)) and _plain(n.value):
+            out.append((ast.unparse(n.value), n.lineno))
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)) and _plain(n):
+            out.append((ast.unparse(n), n.lineno))
+    return out
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _segments(uses: list, barrier_lines: list) -> list[list]:
+    """Split source-ordered uses where a name they read is rebound between two of them.
+
+    ``barrier_lines`` are AST lines (no shift); uses carry file lines and
+    nodes with AST lines."""
+    if not barrier_lines:
+        return [uses]
+    out: list[list] = [[]]
+    for c, n in uses:
+        cur = out[-1]
+        if cur:
+            prev = cur[-1][1]
+            if any(prev.lineno <= b < n.lineno for b in barrier_lines):
+                out.append([])
+        out[-1].append((c, n))
+    return out
+
+
+def _compatible(uses: list, body) -> list:
+    """The uses (source order) no two of which are on exclusive branches,
+    dropping each use exclusive with one kept before it."""
+    kept: list = []
+    conds: list = []
+    for c, n in uses:
+        mine = body.conditions(n)
+        if any(x.kind in ("except", "lambda") for x in mine):
+            continue
+        if any(_exclusive(mine, other) for other in conds):
+            continue
+        if kept and _returns_after(body, kept[-1][1]):
+            continue  # the use before it is followed by a `return`: not both in one run
+        kept.append((c, n))
+        conds.append(mine)
+    return kept
+
+
+def _suspends(loop: ast.AST) -> bool:
+    """The loop is an ``async for`` or awaits in its body (nested scopes apart)."""
+    if isinstance(loop, ast.AsyncFor):
+        return True
+    return any(isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for n in _walk_scope(loop))
+
+
+def _returns_after(body, node: ast.AST) -> bool:
+    """The statement list holding ``node``'s statement always ends in a
+    ``return`` or ``raise`` from there on (``x = call(); ...; return x``
+    inside an ``if``): no later code of the function runs in the same run,
+    unless a loop around repeats it."""
+    for parent, fname, idx, child in reversed(body.steps(node)):
+        if isinstance(parent, _LOOPS + _SCOPES):
+            return False
+        if isinstance(idx, int) and isinstance(child, ast.stmt):
+            rest = getattr(parent, fname)[idx:]
+            last = rest[-1] if rest else None
+            return isinstance(last, (ast.Return, ast.Raise)) or (
+                isinstance(last, ast.If) and _always_exits(last.body) and _always_exits(last.orelse)
+            )
+    return False
+
+
+def _exclusive(a: list, b: list) -> bool:
+    for x in a:
+        for y in b:
+            if x.line == y.line and x.text == y.text and frozenset((x.kind, y.kind)) in _EXCLUSIVE:
+                return True
+    return False
+
+
+def _always_leaves(body, node: ast.AST, loop: ast.AST) -> bool:
+    """Past ``node``, every path through its statement blocks leaves ``loop``
+    (``return``, ``raise``, ``break``): the call runs at most once per run."""
+    for parent, fname, idx, child in reversed(body.steps(node)):
+        if parent is loop:
+            return False
+        if isinstance(idx, int) and isinstance(child, ast.stmt):
+            rest = getattr(parent, fname)[idx:]
+            if _always_exits(rest) or any(isinstance(s, ast.Break) for s in rest):
+                return True
+    return False
+
+
+def _lookup_key(table: ast.AST, key: ast.AST) -> str | None:
+    """``T[k]`` as text when ``T`` is an attribute chain (``self.table``) and
+    ``k`` a name or attribute chain (so it is the same lookup each time)."""
+    if not isinstance(table, ast.Attribute) or not _plain(table) or not _plain(key):
+        # a constant key (`x[0]`, `cfg["name"]`) reads a record, not a table; a
+        # local's items (`row[i]`) are data being walked, not a lookup table
+        return None
+    if isinstance(table, ast.Name) and (table.id in _BUILTIN_NAMES or table.id[:1].isupper()):
+        return None  # `list[int]`, `Optional[str]`: a type, not a table
+    return f"{ast.unparse(table)}[{ast.unparse(key)}]"
+
+
+def _plain(e: ast.AST) -> bool:
+    while isinstance(e, ast.Attribute):
+        e = e.value
+    return isinstance(e, ast.Name)
