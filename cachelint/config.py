@@ -43,6 +43,9 @@ class HotRoot:
     pattern: str
     kind: str = "per-step"
     why: str = ""
+    # the pattern matches a decorator of the function (``fastapi.*.post``: a
+    # route of a FastAPI app or router), not its qualified name
+    decorator: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,13 +200,17 @@ def _roots(v, where: str, key: str) -> tuple[HotRoot, ...]:
     for item in v:
         if isinstance(item, str):
             out.append(HotRoot(item))
-        elif isinstance(item, dict) and isinstance(item.get("pattern"), str):
+        elif isinstance(item, dict) and isinstance(item.get("pattern", item.get("decorator")), str):
             kind = item.get("kind", "per-step")
             if kind not in KINDS:
                 raise ConfigError(f"{where}: `{key}` kind {kind!r} is not one of {', '.join(KINDS)}")
-            out.append(HotRoot(item["pattern"], kind, str(item.get("why", ""))))
+            if "pattern" in item and "decorator" in item:
+                raise ConfigError(f"{where}: a `{key}` entry has a `pattern` or a `decorator`, not both")
+            by_decorator = "decorator" in item
+            pattern = item["decorator"] if by_decorator else item["pattern"]
+            out.append(HotRoot(pattern, kind, str(item.get("why", "")), by_decorator))
         else:
-            raise ConfigError(f"{where}: `{key}` entries must be strings or tables with a `pattern`")
+            raise ConfigError(f"{where}: `{key}` entries must be strings or tables with a `pattern` or a `decorator`")
     return tuple(out)
 
 

@@ -26,7 +26,7 @@ def test_engine_presets_are_data_and_auto_picks_them_by_top_level_package():
         assert data["hot-roots"] and data["expensive-calls"]
         cfg = resolve_presets(Config(), {name, "tests"})
         assert cfg.active_presets == ("python", name)
-        assert len(cfg.roots) == len(data["hot-roots"])
+        assert len(cfg.roots) == len(data["hot-roots"]) + len(load_preset("python").get("hot-roots", []))
     assert resolve_presets(Config(), {"mypkg"}).active_presets == ("python",)
     assert resolve_presets(Config(preset="sglang,lmdeploy"), set()).active_presets == ("python", "sglang", "lmdeploy")
 

@@ -61,7 +61,9 @@ def test_why_prints_the_chain_with_each_call():
 def test_no_roots_says_nothing_is_hot(tmp_path):
     (tmp_path / "m.py").write_text("def step():\n    return 1\n")
     report = hot_paths_report([str(tmp_path)], Config(preset="python"))
-    assert report.roots == [] and report.coverage.functions == 0 and report.coverage.vacuous
+    # the python preset's request-handler roots (by decorator) match nothing here
+    assert all(r.functions == () for r in report.roots)
+    assert report.coverage.matched == 0 and report.coverage.functions == 0 and report.coverage.vacuous
 
 
 def test_cli(tmp_path):
@@ -108,3 +110,61 @@ def test_why_names_the_cold_pattern_that_keeps_a_function_out(tmp_path):
     proc = run_cli("hot-paths", "--why", "fused_gelu", cwd=work)
     assert proc.returncode == 1
     assert "matches the cold-functions pattern `*.fused_gelu`" in proc.stdout
+
+
+SERVER = """
+from fastapi import APIRouter, FastAPI
+
+router = APIRouter()
+
+
+@router.post("/v1/generate")
+async def generate(request):
+    return render(request)
+
+
+def render(request):
+    return request
+
+
+def build_app():
+    app = FastAPI()
+
+    @app.exception_handler(ValueError)
+    async def on_error(request, exc):
+        return str(exc)
+
+    return app
+
+
+def not_a_route():
+    return 1
+"""
+
+
+def test_functions_registered_by_a_framework_decorator_are_per_request_roots(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.cachelint]\npreset = "python"\n')
+    (tmp_path / "server.py").write_text(SERVER)
+    report = hot_paths_report([str(tmp_path)], load_config_file(tmp_path / "pyproject.toml"))
+    hot = report.hot
+    assert hot.kind("server.generate") == "per-request"
+    assert hot.kind("server.render") == "per-request"  # reached from the route
+    assert hot.kind("server.build_app.<locals>.on_error") == "per-request"  # `app` built in the enclosing function
+    assert not hot.is_hot("server.not_a_route") and not hot.is_hot("server.build_app")
+    assert hot.roots["server.generate"].decorator and hot.roots["server.generate"].pattern == "fastapi.*.post"
+
+
+def test_a_decorator_root_is_configurable_and_a_root_is_a_pattern_or_a_decorator(tmp_path):
+    (tmp_path / "jobs.py").write_text(
+        "from tasks import Queue\n\nq = Queue()\n\n\n@q.task\ndef step(x):\n    return x\n\n\ndef other():\n    return 2\n"
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cachelint]\npreset = "none"\nhot-roots = [{ decorator = "tasks.Queue.task", kind = "per-step" }]\n'
+    )
+    report = hot_paths_report([str(tmp_path)], load_config_file(tmp_path / "pyproject.toml"))
+    assert report.hot.kind("jobs.step") == "per-step" and not report.hot.is_hot("jobs.other")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cachelint]\nhot-roots = [{ pattern = "*.step", decorator = "tasks.*" }]\n'
+    )
+    proc = run_cli("check", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and "not both" in proc.stderr

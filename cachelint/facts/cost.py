@@ -174,6 +174,8 @@ FRESH_METHODS = frozenset(
 NONDETERMINISTIC = ("time.", "random.", "uuid.", "secrets.", "datetime.", "os.urandom", "os.getpid")
 
 
+# a call under a condition (or past an early return) counts for this share of its time
+CONDITIONAL = 0.5
 # what one call costs (written by benchmarks/calibrate_cost.py) and how often sites run
 CALIBRATION_FILE = Path(__file__).with_name("calibration.toml")
 FREQUENCY_FILE = Path(__file__).with_name("frequency.toml")
@@ -488,7 +490,8 @@ class CostModel:
     def body_seconds(self, fn: FunctionInfo, depth: int = 0) -> float:
         """One run of ``fn``'s body: a call's overhead, its assignments, and each
         call it makes on each run (not in ``except`` handlers or under a
-        fill-once guard), times the loop count when in a loop; followed
+        fill-once guard), times the loop count when in a loop, and half of
+        it under a condition (:data:`CONDITIONAL`); followed
         :data:`MAX_DEPTH` calls deep, an ordinary call below that."""
         key = ("sec", fn.qualname, depth)
         memo = self._memo
@@ -505,6 +508,8 @@ class CostModel:
             if c.in_handler or fills_once(fn, c):
                 continue
             t = self._call_seconds(fn, c, depth)
+            if c.guard:
+                t *= CONDITIONAL  # under a condition, or past an early return: not every run
             total += t * loop if c.in_loop else t
         memo[key] = total
         return total

@@ -245,13 +245,80 @@ def _received(program: Program, root: ParamRoot, passed: dict, depth: int) -> li
 
 
 def match_roots(program: Program, roots: tuple[HotRoot, ...]) -> dict:
-    globs = GlobSet([r.pattern for r in roots])
+    """The functions the hot-root patterns match: by qualified name, or (a
+    root with ``decorator``) by one of their decorators (:func:`decorator_names`).
+    A function two patterns match takes the first one's kind."""
+    by_name = [r for r in roots if not r.decorator]
+    by_decorator = [r for r in roots if r.decorator]
+    globs = GlobSet([r.pattern for r in by_name])
+    deco_globs = GlobSet([r.pattern for r in by_decorator]) if by_decorator else None
     found: dict = {}
     for qn in sorted(program.functions):
         i = globs.first(qn)
         if i >= 0:
-            found[qn] = roots[i]
+            found[qn] = by_name[i]
+            continue
+        if deco_globs is not None:
+            f = program.functions[qn]
+            if f.decorators:
+                for names in decorator_names(program, f):
+                    hits = [j for j in (deco_globs.first(n) for n in names) if j >= 0]
+                    if hits:
+                        found[qn] = by_decorator[min(hits)]
+                        break
     return found
+
+
+def decorator_names(program: Program, f: FunctionInfo) -> list[list[str]]:
+    """For each decorator of ``f``, the names it is known by: as spelled
+    (``router.post``), as resolved, and, for a method of an object built from
+    an imported class (``app = FastAPI()`` in the module or an enclosing
+    function), the class's name with the method (``fastapi.FastAPI.post``)."""
+    ctx = program.context(f)
+    module = program.modules_by_path.get(f.path)
+    out = []
+    for d in f.decorators:
+        func = d[1] if d[0] == "call" else d
+        spelled = dotted(func)
+        names = list(program.callee_names(program.canon(func, ctx), spelled))
+        if func[0] == "attr" and func[1][0] == "name" and module is not None:
+            cls = _constructed_class(program, f, ctx, module, func[1][1])
+            if cls is not None:
+                names.append(f"{cls}.{func[2]}")
+        out.append(names)
+    return out
+
+
+def _constructed_class(program: Program, f: FunctionInfo, ctx, module, name: str) -> str | None:
+    """The qualified name of the class whose call binds ``name`` (``x =
+    Cls(...)``) where ``f`` is defined: in an enclosing function (every
+    binding before ``f``'s line a call of that one class), or a module global."""
+    values = None
+    c = ctx.parent  # a decorator is evaluated in the scope around the function
+    while c is not None and values is None:
+        assigns = c.locals.get(name)
+        if assigns:
+            values = [a.value for a in assigns if a.line < f.line]
+        c = c.parent
+    if values is None:
+        values = [module.globals.get(name)]
+    classes = {_class_called(program, module, v) for v in values}
+    if len(classes) != 1:
+        return None
+    return classes.pop()
+
+
+def _class_called(program: Program, module, value) -> str | None:
+    if not value or value[0] != "call":
+        return None
+    spelled = dotted(value[1])
+    if spelled is None:
+        return None
+    head, _, rest = spelled.partition(".")
+    target = module.imports.get(head) or program.resolve_name(module.module, head)
+    if target is None:
+        return None
+    return f"{target}.{rest}" if rest else target
 
 
 # how often a site runs, most often first: ranking and --statistics use it
