@@ -11,6 +11,45 @@ from .base import Example, Rule
 _ROOTS = ({"pattern": "*.Runner.execute_model", "kind": "per-step"},)
 
 
+def _at_the_boundary(p, hot, sites: list[Site]) -> list[Site]:
+    """Report repeated work where a fix removes it all: drop a site inside a
+    function that runs only under reported calls with the same inputs on
+    every run (each hot call of it is such a site, or is made in a function
+    that runs only so, three calls up at most): ``is_torch_equal_or_newer
+    ("2.9")`` per layer is one finding, not also the version parses inside
+    it. Kept when the outer sites have no fix and this one has one."""
+    reported = {(s.function.qualname, s.call.line, s.call.column): s for s in sites if s.invariant}
+    memo: dict = {}
+
+    def covered(qn: str, depth: int) -> list | None:
+        """The reported sites every run of ``qn`` comes from, or None."""
+        if qn in memo:
+            return memo[qn]
+        memo[qn] = None  # recursion: not covered
+        callers = hot.callers(qn, 1000)
+        outer: list = []
+        for f, c in callers:
+            site = reported.get((f.qualname, c.line, c.column))
+            if site is not None:
+                outer.append(site)
+                continue
+            up = covered(f.qualname, depth + 1) if depth < 3 else None
+            if up is None:
+                return None
+            outer.extend(up)
+        result = outer or None
+        memo[qn] = result
+        return result
+
+    out = []
+    for s in sites:
+        outer = covered(s.function.qualname, 0) if s.invariant else None
+        if outer and (s.fix is None or all(o.fix is not None for o in outer)):
+            continue
+        out.append(s)
+    return out
+
+
 class ExpensiveCallOnHotPath(Rule):
     """## What it does
     Finds expensive work repeated on a hot path: a call from the
@@ -413,6 +452,45 @@ class Runner:
     ]
 
     INVALID = [
+        # reported where a fix removes all of it: the catalogued outer call with
+        # constant inputs, not also the version parses inside it
+        Example(
+            """
+from packaging import version
+
+def newer(target: str) -> bool:
+    return version.parse("2.5") >= version.parse(target)
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+
+    def execute_model(self, batch):
+        return newer("2.4"), batch
+""",
+            expect=(("example.py", 11),),
+            applicability=("safe",),
+            message_contains=("`newer(...)`",),
+            fixed={
+                "example.py": """
+from packaging import version
+
+def newer(target: str) -> bool:
+    return version.parse("2.5") >= version.parse(target)
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+        self._newer = newer("2.4")
+
+    def execute_model(self, batch):
+        return self._newer, batch
+"""
+            },
+            preset="python",
+            hot_roots=_ROOTS,
+            expensive_calls=({"pattern": "*.newer", "kind": "version", "pure": True},),
+        ),
         # a pure helper of the tree that loops on each call, on inputs bound once:
         # its body, timed, is the evidence (no catalog entry names it)
         Example(
@@ -904,13 +982,15 @@ class Runner:
         planner = HoistPlanner(analysis, hot)
         sites = planner.select(sites)
         planner.plan(sites)
+        sites = _at_the_boundary(p, hot, sites)
         compiled = planner.compiled() if sites else {}
         estimates = analysis.estimates if sites else None
         for s in sites:
             assert estimates is not None
-            yield hot_call_finding(
-                self.code, s, hot, estimates.site(s.function, s.call), compiled.get(s.function.qualname)
-            )
+            qn = s.function.qualname
+            # the message speaks of compiled code only where that is the only way the site runs
+            traced_from = compiled.get(qn) if qn in estimates.traced else None
+            yield hot_call_finding(self.code, s, hot, estimates.site(s.function, s.call), traced_from)
 
     def _property_sites(self, analysis, costs: CostModel, covered: set, low_ok: bool) -> list[Site]:
         """Reads of expensive uncached properties in hot functions: a call of the getter each."""

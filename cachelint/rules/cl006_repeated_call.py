@@ -140,6 +140,19 @@ class RepeatedCall(Rule):
     needs_hot_paths = True
 
     VALID = [
+        # the second use only builds an error message: it runs when the function fails
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        size = batch.slot_size(batch.layout)
+        if size <= 0:
+            raise ValueError(f"bad slot size {batch.slot_size(batch.layout)}")
+        assert size < 4096, f"slot size {batch.slot_size(batch.layout)} too large"
+        return size
+""",
+            hot_roots=_ROOTS,
+        ),
         # different arguments: different values
         Example(
             """
@@ -698,8 +711,27 @@ class _Function:
             up = self.body._parent.get(id(node))
             if up is not None and isinstance(up[0], (ast.Await, ast.YieldFrom)):
                 continue
+            if self._on_error_path(node):
+                continue
             out.append((c, node))
         return out
+
+    def _on_error_path(self, node: ast.AST) -> bool:
+        """``node`` only builds an exception (in a ``raise`` statement) or an
+        ``assert`` message: it runs when the function fails, not per run."""
+        child = node
+        up = self.body._parent.get(id(child))
+        while up is not None:
+            parent = up[0]
+            if isinstance(parent, ast.Raise):
+                return True
+            if isinstance(parent, ast.Assert):
+                return parent.msg is child
+            if isinstance(parent, ast.stmt):
+                return False
+            child = parent
+            up = self.body._parent.get(id(child))
+        return False
 
     def _names_known(self, names: list[str]) -> bool:
         """Every name is a parameter, a local, a name of an enclosing function or of the module."""
@@ -904,8 +936,10 @@ class _Function:
                 # the cost model) is computed from: the callee, and how many
                 # extra runs per function run (None: once per loop iteration)
                 "cost_basis": {"callee": list(cal.names), "extra_runs": extra, "loop_line": data["loop_line"]},
-                # the runs a fix saves: the extra uses, or each iteration of the loop
-                "estimate": self.a.estimates.site(f, c0, repeats=extra).to_data(),
+                # the runs a fix saves: the extra uses, or all iterations of the loop but one
+                "estimate": self.a.estimates.site(
+                    f, c0, repeats=extra if extra is not None else self.a.estimates.loop - 1
+                ).to_data(),
             },
         )
 
