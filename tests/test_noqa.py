@@ -59,7 +59,8 @@ def test_show_fixes(tmp_path):
     assert "loads = " not in (work / "engine" / "scheduler.py").read_text()
     fixed = run_cli("check", ".", "--fix", "--show-fixes", cwd=work)
     assert fixed.stdout.startswith(
-        "Fixed 2 findings:\n- engine/scheduler.py:\n    2 × CL002 (expensive-call-on-hot-path)\n"
+        # the same call at two sites is one finding, one fix
+        "Fixed 1 finding:\n- engine/scheduler.py:\n    1 × CL002 (expensive-call-on-hot-path)\n"
     )
     assert "loads = json.loads(output.stats)" in (work / "engine" / "scheduler.py").read_text()
 
