@@ -403,3 +403,20 @@ def test_seconds_times_a_body_from_its_calls_and_loops():
     t = model.seconds(["m.total_pages"], _fn(p, "total_pages"))
     assert t.seconds == loop and "the body of `m.total_pages`" in t.basis
     assert model.seconds(["ext.unknown"], None).basis.endswith("counted as a small Python call")
+
+
+def test_a_body_that_derives_a_config_value_costs_at_least_the_calibrated_derivation():
+    from cachelint.facts.cost import kind_seconds
+
+    model, p = _model(
+        """
+        def sliding_window(config):
+            a = getattr(config.hf_config, "sliding_window", None)
+            b = getattr(config.hf_config, "window", None)
+            c = getattr(config.hf_text_config, "sliding_window", None)
+            return a or b or c
+        """
+    )
+    t = model.seconds(["m.sliding_window"], _fn(p, "sliding_window"))
+    assert t.seconds == kind_seconds("config-derivation")[0] > model.body_seconds(_fn(p, "sliding_window"))
+    assert "derives a config value" in t.basis

@@ -484,6 +484,17 @@ class CostModel:
             return Timing(t, f"`{fn.qualname}` is memoized: a lookup per call")
         if body is not None:
             t = self.body_seconds(body)
+            derives = (entry is not None and entry.kind in BODY_DECIDES) or self.walks_config(body) is not None
+            if derives:
+                # a body that derives a config value calls into config classes the
+                # tree does not hold (transformers'): at least what such calls cost
+                floor, _ = kind_seconds("config-derivation")
+                if floor > t:
+                    return Timing(
+                        floor,
+                        f"`{body.qualname}` derives a config value: {format_seconds(floor)} per call,"
+                        " the calibrated cost of config derivation",
+                    )
             return Timing(t, f"the body of `{body.qualname}`, followed {MAX_DEPTH} calls deep")
         return Timing(baseline("python-call"), f"`{shown}` is not resolved: counted as a small Python call")
 
