@@ -12,6 +12,7 @@ from ..facts.bodies import _always_exits
 from ..facts.cost import CHEAP_METHODS, FRESH_METHODS, NONDETERMINISTIC, TRIVIAL_METHODS, Cost, StateKind
 from ..facts.state import is_mutator
 from ..fixes.hoisting import HoistPlanner, Site
+from ..fixes.hoisting.site import names_in
 from ..fixes.hotcalls import call_sites, hot_route
 from ..index.expr import dotted, render
 from ..index.records import CallSite, FunctionInfo
@@ -692,7 +693,7 @@ class _Function:
             if len(calls) < REPEATS and not calls[0].in_loop:
                 continue
             names: list[str] = []
-            _names(("call", *key), names)
+            names_in(("call", *key), names)
             if "?" in names or not self._names_known(names):
                 continue
             calls = [c for c in calls if not fills_once(f, c) and not planner._value_discarded(f, c)]
@@ -848,7 +849,7 @@ class _Function:
         uses = sorted(uses, key=lambda u: (u[0].line, u[0].column))
         names: list[str] = []
         c0 = uses[0][0]
-        _names(("call", c0.func, c0.args, c0.kwargs), names)
+        names_in(("call", c0.func, c0.args, c0.kwargs), names)
         barriers = [line for n in set(names) for line in self.stores.get(n, ())]
         used = self._input_chains(c0)
         barriers += [line for m, line in self.mutations if any(_related(m, u) for u in used)]
@@ -879,7 +880,7 @@ class _Function:
         uses = sorted(uses, key=lambda u: (u[0].line, u[0].column))
         c0 = uses[0][0]
         names: list[str] = []
-        _names(("call", c0.func, c0.args, c0.kwargs), names)
+        names_in(("call", c0.func, c0.args, c0.kwargs), names)
         if isinstance(loop, ast.While) and not cal.cost.pure:
             return None  # a `while` loop ends because something in it changes: perhaps this very call
         if not cal.cost.pure and _suspends(loop):
@@ -1136,37 +1137,6 @@ def _char_col(body, line: int, col: int) -> int:
     if not 0 < line <= len(lines) or lines[line - 1].isascii():
         return col
     return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
-
-
-def _names(e, out: list) -> None:
-    """Every name an indexed expression reads (``"?"`` for a part not indexed)."""
-    if not isinstance(e, tuple) or not e:
-        return
-    k = e[0]
-    if k == "name":
-        out.append(e[1])
-    elif k == "attr":
-        _names(e[1], out)
-    elif k == "call":
-        _names(e[1], out)
-        for a in e[2]:
-            _names(a, out)
-        for _kw, v in e[3]:
-            _names(v, out)
-    elif k == "sub":
-        _names(e[1], out)
-        _names(e[2], out)
-    elif k in ("tuple", "and", "or"):
-        for x in e[1]:
-            _names(x, out)
-    elif k == "not":
-        _names(e[1], out)
-    elif k == "cmp":
-        _names(e[2], out)
-        for x in e[3]:
-            _names(x, out)
-    elif k != "const":
-        out.append("?")
 
 
 def _walk_scope(node: ast.AST):

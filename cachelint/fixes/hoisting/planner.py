@@ -76,8 +76,8 @@ from .site import (
     _class_level,
     _inputs_expr,
     _loop_head,
-    _names_in,
     _on_one_path,
+    names_in,
 )
 
 
@@ -182,7 +182,7 @@ class HoistPlanner(InputAnalysis):
             return None
         ctx = p.context(f)
         used: list[str] = []
-        _names_in(_call_expr(c), used)
+        names_in(_call_expr(c), used)
         fi = p.modules_by_path.get(f.path)
         for n in used:
             if n == f.self_name:
@@ -623,7 +623,7 @@ class HoistPlanner(InputAnalysis):
         occ = sorted(same, key=lambda x: (x.call.line, x.call.column))
         first = occ[0].call
         used: list[str] = []
-        _names_in(_call_expr(first), used)
+        names_in(_call_expr(first), used)
         fi = p.modules_by_path.get(f.path)
         reasons: list[str] = []
         for n in dict.fromkeys(used):
@@ -975,7 +975,7 @@ class HoistPlanner(InputAnalysis):
             return None  # an impure call moved to import time would be a different program
         ctx = p.context(f)
         used: list[str] = []
-        _names_in(_call_expr(c), used)
+        names_in(_call_expr(c), used)
         fi = p.modules_by_path.get(f.path)
         if fi is None:
             return None

@@ -88,7 +88,7 @@ class Site:
     varies: str | None = None  # why the inputs change between runs (not reported)
 
 
-def _names_in(e, out: list) -> None:
+def names_in(e, out: list) -> None:
     """Every name an indexed expression reads (``"?"`` for a part not indexed)."""
     if not isinstance(e, tuple) or not e:
         return
@@ -96,25 +96,25 @@ def _names_in(e, out: list) -> None:
     if k == "name":
         out.append(e[1])
     elif k == "attr":
-        _names_in(e[1], out)
+        names_in(e[1], out)
     elif k == "call":
-        _names_in(e[1], out)
+        names_in(e[1], out)
         for a in e[2]:
-            _names_in(a, out)
+            names_in(a, out)
         for _kw, v in e[3]:
-            _names_in(v, out)
+            names_in(v, out)
     elif k == "sub":
-        _names_in(e[1], out)
-        _names_in(e[2], out)
+        names_in(e[1], out)
+        names_in(e[2], out)
     elif k in ("tuple", "and", "or"):
         for x in e[1]:
-            _names_in(x, out)
+            names_in(x, out)
     elif k == "not":
-        _names_in(e[1], out)
+        names_in(e[1], out)
     elif k == "cmp":
-        _names_in(e[2], out)
+        names_in(e[2], out)
         for x in e[3]:
-            _names_in(x, out)
+            names_in(x, out)
     elif k != "const":
         out.append("?")
 
