@@ -115,32 +115,18 @@ class Estimator:
         names = p.callee_names(callee, dotted(c.func))
         target = p.callee_function(callee) if callee is not None else None
         timing = self.cost.seconds(names, target)
-        loop = repeats is None and c.in_loop
         calls = repeats if repeats is not None else (self.loop if c.in_loop else 1.0)
-        kind = self.hot.kind(f.qualname) or "once"
-        traced = f.qualname in self.traced
-        return Estimate(
-            timing.seconds,
-            timing.basis,
-            calls,
-            kind,
-            self.runs.get(kind, 1.0),
-            traced,
-            self.traced_weight if traced else 1.0,
-            loop,
-        )
+        return self._in(f, timing.seconds, timing.basis, calls, repeats is None and c.in_loop)
 
     def lookup(self, f: FunctionInfo, repeats: float) -> Estimate:
         """The estimate for ``repeats`` extra subscripts of one table in ``f``."""
+        t = baseline("dict-lookup")
+        return self._in(f, t, f"a dict subscript: {format_seconds(t)}, calibrated", repeats, False)
+
+    def _in(self, f: FunctionInfo, seconds: float, basis: str, calls: float, loop: bool) -> Estimate:
+        """An estimate for work in ``f``: how often ``f`` runs per step, and whether it is traced."""
         kind = self.hot.kind(f.qualname) or "once"
         traced = f.qualname in self.traced
-        t = baseline("dict-lookup")
         return Estimate(
-            t,
-            f"a dict subscript: {format_seconds(t)}, calibrated",
-            repeats,
-            kind,
-            self.runs.get(kind, 1.0),
-            traced,
-            self.traced_weight if traced else 1.0,
+            seconds, basis, calls, kind, self.runs.get(kind, 1.0), traced, self.traced_weight if traced else 1.0, loop
         )
