@@ -381,6 +381,30 @@ class Runner:
             preset="python",
             hot_roots=_ROOTS,
         ),
+        # the input is never rebound but changed in place on each run (a helper appends to it)
+        Example(
+            """
+def recent(items, n=4):
+    out = []
+    for i in range(max(0, len(items) - n), len(items)):
+        out.append(items[i] * 2)
+    return out
+
+def record(items, x):
+    items.append(x)
+
+class Runner:
+    def __init__(self):
+        self.history = []
+
+    def execute_model(self, batch):
+        context = recent(self.history)
+        record(self.history, batch)
+        return context
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # a call made for its side effect (its value discarded) is not work to compute once
         Example(
             """

@@ -87,7 +87,8 @@ class InputAnalysis:
                 why = self._self_varies(f)
                 if why is not None:
                     return why
-                return self._chain_varies(f.class_qualname, tuple(d.split(".")[1:]))
+                chain = tuple(d.split(".")[1:])
+                return self._chain_varies(f.class_qualname, chain) or self._changed_in_place(f, chain[0])
             why = self.varies(f, e[1], depth + 1)
             if why is not None:
                 return why
@@ -192,6 +193,35 @@ class InputAnalysis:
             ws = self._hot_writers(p.writers(attr))
             if ws:
                 return f"`.{attr}` is assigned in `{ws[0].qualname}`, which runs on a hot path"
+        return None
+
+    def _changed_in_place(self, f: FunctionInfo, first: str) -> str | None:
+        """Why ``self.<first>`` can hold a different value between runs although
+        it is never rebound: a hot method of the object's classes changes the
+        object in place (``self.items.append(x)``, ``self.table[k] = v``, or a
+        call of a function that does so to the argument it is passed)."""
+        cls = f.class_qualname
+        if cls is None or f.self_name is None:
+            return None
+        state = self.a.state
+        v = state.value(f, ("attr", ("name", f.self_name), first))
+        if v is None:
+            return None
+        for k in dict.fromkeys([*self.p.mro(cls), *self.p.subclasses(cls)]):
+            ci = self.p.classes.get(k)
+            if ci is None:
+                continue
+            for qn in ci.methods.values():
+                m = self.p.functions.get(qn)
+                if m is None or not self.hot.is_hot(qn):
+                    continue
+                for eff in state.effects(m):
+                    w = eff.value
+                    if len(w) >= len(v) and w[: len(v)] == v:
+                        return (
+                            f"`self.{first}` is changed in place in `{m.qualname}` "
+                            f"(line {eff.line}: `{eff.text.strip()}`), which runs on a hot path"
+                        )
         return None
 
     def _hot_writers(self, writers: list) -> list:
