@@ -89,13 +89,6 @@ def test_diff_includes_later_passes(tmp_path: Path) -> None:
 
 
 @pytest.mark.vllm
-# Known bug, open in issue 19: since one finding lists every site of a repeated
-# call (its fix the union of their edits) and CL006 plans hoists too, `--diff`
-# shows one line more than `--fix` writes at one site of vLLM 0.10.2
-# (differential_flash_attn.py). Marked so until it is found and fixed.
-@pytest.mark.xfail(
-    reason="--diff and --fix differ at one vLLM 0.10.2 site since merged findings (issue 19)", strict=False
-)
 @pytest.mark.parametrize("version", ["0.10.2", "0.33.0"])
 def test_diff_equals_fix_on_vllm(version: str, tmp_path: Path) -> None:
     from .vllm_source import vllm_source

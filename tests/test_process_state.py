@@ -139,3 +139,35 @@ def test_effects_map_a_helpers_writes_to_its_callers_values(tmp_path):
     effects = st.effects(p.functions["m.step"])
     assert [(e.line, e.text, e.via) for e in effects] == [(5, "fill(req.params)", "m.fill")]
     assert effects[0].value[1:] == ("params", "top_k")
+
+
+def test_bodies_read_the_text_the_program_was_indexed_from_not_the_disk(tmp_path):
+    """``--diff`` keeps rewritten files in memory: a later fix pass indexes the
+    new text and hands it to Program as its sources; every stage that reads a
+    body again must read that text (the file on disk still holds the old one)."""
+    from cachelint.index.walk import index_source
+
+    path = tmp_path / "m.py"
+    path.write_text("def f(x):\n    return x\n", encoding="utf-8")
+    new = "def f(x):\n    y = x.tolist()\n    return y, x.tolist()\n"
+    fi = index_source(new, str(path), "m", False)
+    p = Program([fi], sources={str(path): new.encode()})
+    body = Bodies(p).body(p.functions["m.f"])
+    assert body is not None
+    assert "".join(body.lines) == new
+
+
+def test_no_stage_past_the_index_reads_source_files_itself():
+    """One reader of sources: Program.source_bytes (the overlay of a --diff
+    pass, else the disk); the rest of the analysis goes through it."""
+    import re
+
+    pkg = Path(__file__).resolve().parent.parent / "cachelint"
+    offenders = []
+    for sub in ("semantic", "facts", "fixes", "rules"):
+        for py in sorted((pkg / sub).rglob("*.py")):
+            text = py.read_text(encoding="utf-8")
+            if re.search(r"(?<![\w.])read_bytes\(|\.read_bytes\(\)|open\([^)]*\.py", text):
+                offenders.append(str(py.relative_to(pkg)))
+    allowed = {"semantic/program.py"}  # Program.source_bytes itself
+    assert [o for o in offenders if o not in allowed] == []

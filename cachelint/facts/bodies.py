@@ -30,7 +30,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from ..files import decode_source, read_bytes, source_digest, split_lines
+from ..files import decode_source, source_digest, split_lines
 from ..index.records import FunctionInfo
 from ..index.walk import parse_function
 
@@ -469,7 +469,7 @@ class Bodies:
             return self._lines[path]
         lines = None
         try:
-            source = decode_source(read_bytes(path))
+            source = decode_source(self.program.source_bytes(path))
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             source = None
         if source is not None:

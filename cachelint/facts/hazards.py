@@ -48,7 +48,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..files import decode_source, read_bytes
+from ..files import decode_source
 from ..index.expr import UNKNOWN, conv, dotted, render
 from ..index.records import FunctionInfo
 from ..index.scans import scan_hits
@@ -301,7 +301,7 @@ class Hazards:
         no statement structure)."""
         if f.path not in self._trees:
             try:
-                self._trees[f.path] = ast.parse(decode_source(read_bytes(f.path)))
+                self._trees[f.path] = ast.parse(decode_source(self.p.source_bytes(f.path)))
             except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError):
                 self._trees[f.path] = None
         tree = self._trees[f.path]

@@ -38,7 +38,6 @@ import ast
 import re
 from dataclasses import dataclass
 
-from ..files import read_bytes
 from ..index.expr import UNKNOWN, conv, render
 from ..index.records import Assign, FileIndex, FunctionInfo
 from ..index.scans import scan_hits
@@ -696,7 +695,7 @@ class Writes:
         data = self._sources.get(path)
         if data is None:
             try:
-                data = read_bytes(path)
+                data = self.p.source_bytes(path)
             except OSError:
                 data = b""
             self._sources[path] = data
