@@ -383,6 +383,37 @@ class Runner:
             },
             hot_roots=_ROOTS,
         ),
+        # a first use, then one in each branch of an `if`: two in any run, and
+        # the fix has the branch that is not counted read the local as well
+        Example(
+            """
+class Runner:
+    def execute_model(self, grid, flag):
+        sizes = grid.tolist()
+        if flag:
+            return grid.run(grid.tolist())
+        else:
+            out = grid.run(grid.tolist())
+        return out, sizes
+""",
+            expect=(("example.py", 3),),
+            applicability=("unsafe",),
+            message_contains=("evaluated 2 times", "(lines 3, 5)", "appears 3 times"),
+            fixed={
+                "example.py": """
+class Runner:
+    def execute_model(self, grid, flag):
+        tolist = grid.tolist()
+        sizes = tolist
+        if flag:
+            return grid.run(tolist)
+        else:
+            out = grid.run(tolist)
+        return out, sizes
+"""
+            },
+            hot_roots=_ROOTS,
+        ),
         # a pure function of the tree (it loops over its input) called twice:
         # proven pure, a use on every path, nothing changes `ids` between: safe
         Example(
@@ -854,8 +885,9 @@ class _Function:
         used = self._input_chains(c0)
         barriers += [line for m, line in self.mutations if any(_related(m, u) for u in used)]
         best: list = []
-        for seg in _segments(uses, barriers):
-            seg = _compatible(seg, self.body)
+        whole: list = []  # the segment ``best`` was drawn from
+        for segment in _segments(uses, barriers):
+            seg = _compatible(segment, self.body)
             if len(seg) < need:
                 continue
             if self._receiver_touched(seg, None):
@@ -866,15 +898,47 @@ class _Function:
             if self.planner.changed_between(sites[0], sites, None, [n for _c, n in seg]) is not None:
                 continue
             if len(seg) > len(best):
-                best = seg
+                best, whole = seg, segment
         if not best:
             return None
-        sites = [Site(self.f, c, cal.cost, None, None) for c, _n in best]
+        fixed = self._dominated(best, whole, cal)
+        sites = [Site(self.f, c, cal.cost, None, None) for c, _n in fixed]
         fix = self.planner.hoist_local(sites[0], sites)
         n = len(best)
         lines = ", ".join(str(c.line) for c, _n in best)
         how = f"is evaluated {n} times with the same arguments in one run of `{self.f.name}` (lines {lines})"
         return self._finding(best, cal, how, fix, {"repeats": n, "loop_line": None}, n - 1)
+
+    def _dominated(self, best: list, segment: list, cal: Callee) -> list:
+        """The uses one local computed at ``best``'s first use serves: ``best``
+        (the uses of one run), and the other uses of its segment after that
+        first use on paths ``best`` does not take (the ``else`` of an ``if``
+        whose other branch has a use), when the first use runs on every path
+        to them and nothing between changes an input. One fix then removes
+        every repeat; a second pass would otherwise hoist the rest again."""
+        first = best[0][1]
+        kept = {(c.line, c.column) for c, _n in best}
+        extra = [
+            (c, n)
+            for c, n in segment
+            if (c.line, c.column) not in kept
+            and (c.line, c.column) > (best[0][0].line, best[0][0].column)
+            and not any(x.kind in ("except", "lambda") for x in self.body.conditions(n))
+        ]
+        if not extra:
+            return best
+        every = sorted(best + extra, key=lambda u: (u[0].line, u[0].column))
+        hp = self.body.hoist_point([n for _c, n in every])
+        if hp is None or hp.uncovered or hp.exit_line is not None or every[0][1] is not first:
+            return best
+        if self._receiver_touched(every, None):
+            return best
+        if not cal.cost.pure and self._awaits_between(first, every[-1][1]):
+            return best
+        sites = [Site(self.f, c, cal.cost, None, None) for c, _n in every]
+        if self.planner.changed_between(sites[0], sites, None, [n for _c, n in every]) is not None:
+            return best
+        return every
 
     def _loop_finding(self, uses: list, loop: ast.AST, cal: Callee) -> Finding | None:
         uses = sorted(uses, key=lambda u: (u[0].line, u[0].column))

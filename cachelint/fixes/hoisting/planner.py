@@ -685,7 +685,7 @@ class HoistPlanner(InputAnalysis):
         how = (
             f"runs once per iteration of the loop at line {at_line}"
             if loop is not None
-            else f"is evaluated {len(occ)} times"
+            else f"appears {len(occ)} times"
         )
         return Fix(
             Applicability.UNSAFE if reasons else Applicability.SAFE,
