@@ -383,6 +383,23 @@ class Runner:
             },
             hot_roots=_ROOTS,
         ),
+        # both uses in a branch that ends in a `return`, the second in the `return` itself
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch, result):
+        if result is None:
+            return None
+        elif result.ok:
+            batch.log(result.dump(full=False))
+            return batch.respond(result.dump(full=False))
+        return result
+""",
+            expect=(("example.py", 6),),
+            applicability=("unsafe",),
+            message_contains=("evaluated 2 times", "(lines 6, 7)"),
+            hot_roots=_ROOTS,
+        ),
         # a first use, then one in each branch of an `if`: two in any run, and
         # the fix has the branch that is not counted read the local as well
         Example(
@@ -1332,7 +1349,7 @@ def _compatible(uses: list, body) -> list:
             continue
         if any(_exclusive(mine, other) for other in conds):
             continue
-        if kept and _returns_after(body, kept[-1][1]):
+        if kept and _returns_after(body, kept[-1][1], n):
             continue  # the use before it is followed by a `return`: not both in one run
         kept.append((c, n))
         conds.append(mine)
@@ -1346,16 +1363,20 @@ def _suspends(loop: ast.AST) -> bool:
     return any(isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for n in _walk_scope(loop))
 
 
-def _returns_after(body, node: ast.AST) -> bool:
+def _returns_after(body, node: ast.AST, later: ast.AST) -> bool:
     """The statement list holding ``node``'s statement always ends in a
     ``return`` or ``raise`` from there on (``x = call(); ...; return x``
-    inside an ``if``): no later code of the function runs in the same run,
-    unless a loop around repeats it."""
+    inside an ``if``), and ``later`` is not in that rest of the list: no
+    later code of the function runs in the same run, unless a loop around
+    repeats it. A use in the ``return`` itself, or between, runs in the same
+    run (``log(x.dump()); return Response(x.dump())``)."""
     for parent, fname, idx, child in reversed(body.steps(node)):
         if isinstance(parent, _LOOPS + _SCOPES):
             return False
         if isinstance(idx, int) and isinstance(child, ast.stmt):
             rest = getattr(parent, fname)[idx:]
+            if any(st.lineno <= later.lineno <= (st.end_lineno or st.lineno) for st in rest):
+                return False
             last = rest[-1] if rest else None
             return isinstance(last, (ast.Return, ast.Raise)) or (
                 isinstance(last, ast.If) and _always_exits(last.body) and _always_exits(last.orelse)
