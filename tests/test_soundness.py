@@ -11,7 +11,9 @@ package and prints what it computes), plus ``case.toml``::
     code = "CL001"
     path = "pkg/users.py"
     line = 5                                  # optional
-    applicability = "safe" | "unsafe" | "none"   # none: reported without a fix
+    applicability = "safe" | "unsafe" | "none" | "absent"
+                        # none: reported without a fix; absent: not reported
+                        # (the work is not repeated: its input changes between runs)
     reason_contains = ["setattr"]             # optional, for unsafe fixes
 
 The test runs ``main.py``; checks the findings; applies ``cachelint check
@@ -92,6 +94,9 @@ def test_soundness_case(case_dir: Path, tmp_path: Path) -> None:
     findings = json.loads(proc.stdout)
     for want in expects:
         hits = [f for f in findings if _matches(f, want)]
+        if want["applicability"] == "absent":
+            assert hits == [], f"{want['code']} reported in {want['path']}: {hits}"
+            continue
         assert hits, f"no {want['code']} finding in {want['path']}: {findings}"
         for f in hits:
             fix = f.get("fix")

@@ -366,16 +366,22 @@ class ProcessState:
         while cur is not e and cur[0] in ("attr", "sub"):
             steps.append(cur)
             cur = cur[1]
+        if any(step[0] != "attr" for step in steps):
+            return False
+        return self.fresh_along(v, tuple(step[2] for step in reversed(steps)))
+
+    def fresh_along(self, v: tuple, attrs: tuple) -> bool:
+        """Reading ``attrs`` one after another from value ``v`` passes through a
+        property of the tree whose getter returns a new object on each read:
+        what is reached there is not held by ``v``."""
         p = self.p
         base = v
-        for step in reversed(steps):
-            if step[0] != "attr":
-                return False
+        for attr in attrs:
             t = p.type_of(base)
-            g = p.lookup_method(t, step[2]) if t in p.classes else None
+            g = p.lookup_method(t, attr) if t in p.classes else None
             if g is not None and _plain_property(g) and g.returns and all(_fresh(r) for r in g.returns):
                 return True
-            base = base + (step[2],)
+            base = base + (attr,)
         return False
 
     def is_state(self, v: tuple) -> bool:

@@ -84,7 +84,8 @@ class ExpensiveCallOnHotPath(Rule):
     attribute read is not reported, nor is a catalogued method every
     implementation of which only calls cached functions. Only repeated work
     is reported: the call's inputs are the same on every run (constants,
-    module constants, attributes bound once at construction, parameters
+    module constants, attributes bound once at construction and never
+    changed in place by a hot method of the object's classes, parameters
     every hot caller passes such values for), or the same call is made twice
     in one run. A call on per-call data (the batch, the request) computes a
     new value and is not reported.

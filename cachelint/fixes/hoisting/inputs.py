@@ -217,7 +217,7 @@ class InputAnalysis:
                     continue
                 for eff in state.effects(m):
                     w = eff.value
-                    if len(w) >= len(v) and w[: len(v)] == v:
+                    if len(w) >= len(v) and w[: len(v)] == v and not state.fresh_along(v, w[len(v) :]):
                         return (
                             f"`self.{first}` is changed in place in `{m.qualname}` "
                             f"(line {eff.line}: `{eff.text.strip()}`), which runs on a hot path"
