@@ -1375,7 +1375,8 @@ def _returns_after(body, node: ast.AST, later: ast.AST) -> bool:
             return False
         if isinstance(idx, int) and isinstance(child, ast.stmt):
             rest = getattr(parent, fname)[idx:]
-            if any(st.lineno <= later.lineno <= (st.end_lineno or st.lineno) for st in rest):
+            at = getattr(later, "lineno", 0)
+            if any(st.lineno <= at <= (st.end_lineno or st.lineno) for st in rest):
                 return False
             last = rest[-1] if rest else None
             return isinstance(last, (ast.Return, ast.Raise)) or (
