@@ -288,8 +288,9 @@ class Body:
         Covered when some use, in a statement of that list at or after the
         point, runs whenever its statement does (no condition between them,
         loop bodies included) and no statement from the point up to that one
-        may leave the list (``return``, ``raise``, ``yield``, a ``break`` or
-        ``continue`` of an enclosing loop). Implicit exceptions are not paths.
+        may leave the list (``return``, ``raise``, ``assert``, ``yield``, a
+        ``break`` or ``continue`` of an enclosing loop). Implicit exceptions
+        are not paths.
         """
         paths = [self._block_path(u) for u in uses]
         if not paths or any(not p for p in paths):
@@ -343,7 +344,9 @@ class Body:
         return None
 
     def _exit_in(self, node: ast.AST, in_loop: bool) -> int | None:
-        if isinstance(node, (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom)):
+        # an `assert` leaves the block when its test is false: a call moved
+        # above it would run where it did not (and could raise first)
+        if isinstance(node, (ast.Return, ast.Raise, ast.Yield, ast.YieldFrom, ast.Assert)):
             return self.line_of(node)
         if isinstance(node, (ast.Break, ast.Continue)) and not in_loop:
             return self.line_of(node)

@@ -13,7 +13,7 @@ from ..facts.estimate import Estimate
 from ..index.expr import dotted, render
 from ..model import Finding, Fix, Span
 from ..semantic.callgraph import HotPaths
-from ..semantic.idioms import fills_once
+from ..semantic.idioms import fills_once, never_runs
 from ..semantic.values import KwArg
 from .hoisting import Site
 
@@ -124,5 +124,6 @@ def call_sites(p, costs: CostModel, f, covered: set, low_ok: bool) -> list[Site]
 def runs_each_time(f, c, covered: set) -> bool:
     """A site CL002 may report: not CL001's (an attribute already caches it),
     not in an ``except`` handler (the error path, not the hot one), and not
-    under a fill-once guard (``if self._x is None: self._x = call()`` runs once)."""
-    return (f.path, c.line, c.column) not in covered and not c.in_handler and not fills_once(f, c)
+    under a fill-once guard (``if self._x is None: self._x = call()`` runs once),
+    and not under ``if TYPE_CHECKING:`` (never runs)."""
+    return (f.path, c.line, c.column) not in covered and not c.in_handler and not never_runs(c) and not fills_once(f, c)

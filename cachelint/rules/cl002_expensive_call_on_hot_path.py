@@ -280,6 +280,21 @@ if TYPE_CHECKING:
             preset="python",
             hot_roots=_ROOTS,
         ),
+        # ... and so do calls under `if TYPE_CHECKING:` in a hot function
+        Example(
+            """
+import inspect
+from typing import TYPE_CHECKING
+
+class Runner:
+    def execute_model(self, batch):
+        if TYPE_CHECKING:
+            sig = inspect.signature(print)
+        return batch
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # the body of a memoized function runs once per arguments, not per step
         Example(
             """

@@ -17,7 +17,7 @@ from ..fixes.hotcalls import call_sites, hot_route
 from ..index.expr import dotted, render
 from ..index.records import CallSite, FunctionInfo
 from ..model import Finding, Span
-from ..semantic.idioms import fills_once
+from ..semantic.idioms import fills_once, never_runs
 from ..semantic.values import GlobalRoot
 from .base import Example, Rule
 
@@ -151,6 +151,20 @@ class Runner:
             raise ValueError(f"bad slot size {batch.slot_size(batch.layout)}")
         assert size < 4096, f"slot size {batch.slot_size(batch.layout)} too large"
         return size
+""",
+            hot_roots=_ROOTS,
+        ),
+        # a use under `if TYPE_CHECKING:` never runs: one call per run
+        Example(
+            """
+from typing import TYPE_CHECKING
+
+class Runner:
+    def execute_model(self, batch):
+        if TYPE_CHECKING:
+            pool = batch.pool()
+        pool = batch.pool()
+        return pool.size
 """,
             hot_roots=_ROOTS,
         ),
@@ -733,7 +747,7 @@ class _Function:
         f, planner = self.f, self.planner
         groups: dict[tuple, list[CallSite]] = {}
         for c in f.calls:
-            if c.is_read or c.in_handler or (f.path, c.line, c.column) in self.covered:
+            if c.is_read or c.in_handler or never_runs(c) or (f.path, c.line, c.column) in self.covered:
                 continue
             groups.setdefault((c.func, c.args, c.kwargs), []).append(c)
         out: dict[tuple, list[CallSite]] = {}

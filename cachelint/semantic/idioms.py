@@ -107,6 +107,15 @@ def _empty_tests(cond, positive: bool, out: list) -> None:
             out.append(("empty", ("attr", obj, name[1])))
 
 
+def never_runs(c: CallSite) -> bool:
+    """``c`` sits under ``if TYPE_CHECKING:`` (``typing.TYPE_CHECKING`` is
+    False when the program runs): only a type checker reads it."""
+    for cond, positive in c.guard:
+        if positive and (cond == ("name", "TYPE_CHECKING") or (cond[0] == "attr" and cond[2] == "TYPE_CHECKING")):
+            return True
+    return False
+
+
 def fills_once(f: FunctionInfo, c: CallSite) -> bool:
     """Whether ``c`` runs only while a slot ``f`` fills is empty."""
     if not c.guard or not f.assigns:

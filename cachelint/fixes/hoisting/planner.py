@@ -666,11 +666,12 @@ class HoistPlanner(InputAnalysis):
                     return None
                 anchors = head
             if (hp.uncovered or hp.exit_line is not None) and not (s.cost.pure and s.cost.total):
-                why = (
-                    "the first use runs " + "; and ".join(x.describe() for x in hp.uncovered)
-                    if hp.uncovered
-                    else f"the statement at line {hp.exit_line} may leave the block before a later use runs"
-                )
+                parts = []
+                if hp.uncovered:
+                    parts.append("the first use runs " + "; and ".join(x.describe() for x in hp.uncovered))
+                if hp.exit_line is not None:
+                    parts.append(f"the statement at line {hp.exit_line} may leave the block before a later use runs")
+                why = "; ".join(parts)
                 reasons.append(
                     f"no use runs on every path from line {hp.line}, where the local would be computed ({why}): "
                     "the call would run where it did not"
