@@ -919,14 +919,7 @@ class _Function:
         whole: list = []  # the segment ``best`` was drawn from
         for segment in _segments(uses, barriers):
             seg = _compatible(segment, self.body)
-            if len(seg) < need:
-                continue
-            if self._receiver_touched(seg, None):
-                continue
-            if not cal.cost.pure and self._awaits_between(seg[0][1], seg[-1][1]):
-                continue  # other tasks run at an `await` between the uses
-            sites = [Site(self.f, c, cal.cost, None, None) for c, _n in seg]
-            if self.planner.changed_between(sites[0], sites, None, [n for _c, n in seg]) is not None:
+            if len(seg) < need or not self._one_value(seg, cal):
                 continue
             if len(seg) > len(best):
                 best, whole = seg, segment
@@ -947,7 +940,6 @@ class _Function:
         whose other branch has a use), when the first use runs on every path
         to them and nothing between changes an input. One fix then removes
         every repeat; a second pass would otherwise hoist the rest again."""
-        first = best[0][1]
         kept = {(c.line, c.column) for c, _n in best}
         extra = [
             (c, n)
@@ -960,16 +952,20 @@ class _Function:
             return best
         every = sorted(best + extra, key=lambda u: (u[0].line, u[0].column))
         hp = self.body.hoist_point([n for _c, n in every])
-        if hp is None or hp.uncovered or hp.exit_line is not None or every[0][1] is not first:
-            return best
-        if self._receiver_touched(every, None):
-            return best
-        if not cal.cost.pure and self._awaits_between(first, every[-1][1]):
-            return best
-        sites = [Site(self.f, c, cal.cost, None, None) for c, _n in every]
-        if self.planner.changed_between(sites[0], sites, None, [n for _c, n in every]) is not None:
+        if hp is None or hp.uncovered or hp.exit_line is not None or not self._one_value(every, cal):
             return best
         return every
+
+    def _one_value(self, uses: list, cal: Callee) -> bool:
+        """The uses (source order) give one value: nothing between them changes
+        the receiver or an input, and no ``await`` lets other tasks run between
+        them when the callee is not proven pure."""
+        if self._receiver_touched(uses, None):
+            return False
+        if not cal.cost.pure and self._awaits_between(uses[0][1], uses[-1][1]):
+            return False
+        sites = [Site(self.f, c, cal.cost, None, None) for c, _n in uses]
+        return self.planner.changed_between(sites[0], sites, None, [n for _c, n in uses]) is None
 
     def _loop_finding(self, uses: list, loop: ast.AST, cal: Callee) -> Finding | None:
         uses = sorted(uses, key=lambda u: (u[0].line, u[0].column))

@@ -22,6 +22,7 @@ class InputAnalysis:
         self.hot = hot
         self._sources: dict[str, list[str]] = {}
         self._param_memo: dict = {}
+        self._in_place_memo: dict = {}  # (class, attribute) -> why it changes in place, or None
         self._constants: dict = {}  # path -> call text -> module constant name
 
     # ----- source text ------------------------------------------------------------
@@ -203,6 +204,12 @@ class InputAnalysis:
         cls = f.class_qualname
         if cls is None or f.self_name is None:
             return None
+        key = (cls, first)
+        if key not in self._in_place_memo:
+            self._in_place_memo[key] = self._scan_in_place(f, cls, first)
+        return self._in_place_memo[key]
+
+    def _scan_in_place(self, f: FunctionInfo, cls: str, first: str) -> str | None:
         state = self.a.state
         v = state.value(f, ("attr", ("name", f.self_name), first))
         if v is None:
