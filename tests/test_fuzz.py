@@ -119,7 +119,7 @@ def _copy_py_tree(src: Path, dest: Path) -> None:
 
 
 def _fix_corpus(tree: Path, original: dict[str, str]) -> tuple[int, int]:
-    proc = run_cli("check", ".", "--fix", "--unsafe-fixes", "-q", cwd=tree, timeout=1800)
+    proc = run_cli("check", ".", "--fix", "--unsafe-fixes", "-q", cwd=tree, timeout=1800, in_process=False)
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr[-2000:]
     after = _digests(tree)

@@ -11,6 +11,7 @@ the upstream rewrite).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -19,8 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import REPO, run_cli
+from . import helpers
+from .helpers import REPO
 from .vllm_source import vllm_source
+
+# whole vLLM trees: each run in a process of its own, not in the test worker
+run_cli = functools.partial(helpers.run_cli, in_process=False)
 
 pytestmark = pytest.mark.vllm
 
