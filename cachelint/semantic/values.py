@@ -22,6 +22,13 @@ from typing import Any, NamedTuple
 
 _new = tuple.__new__
 
+Value = tuple  # a symbolic value: (root, attr, attr, ...)
+CONSTRUCTORS = ("__init__", "__post_init__")
+MODULE_CODE = "<module>"  # the name of the function that stands for a module's top-level code
+ALIAS_KINDS = ("assign", "annassign", "walrus")  # the bindings a local alias is made by
+# calls whose result is an object of their first argument's class
+COPY_CALLS = frozenset({"copy.copy", "copy.deepcopy", "dataclasses.replace"})
+
 # ----- roots of values ----------------------------------------------------------
 
 

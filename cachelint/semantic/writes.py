@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from ..index.expr import UNKNOWN, conv, render
 from ..index.records import Assign, FileIndex, FunctionInfo
 from ..index.scans import scan_hits
-from .program import _COPY_CALLS, CONSTRUCTORS, Program, Value
-from .values import CallRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
+from .program import Program
+from .values import CONSTRUCTORS, COPY_CALLS, CallRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot, Value
 
 # the attribute-name argument of setattr-like calls, and the receiver's position
 _SETATTR_NAMES = frozenset({"setattr", "delattr"})
@@ -76,7 +76,6 @@ _SCAN_KEYS = _SETATTR_NAMES | _DUNDER_SETATTR | _DICT_METHODS | IN_PLACE_METHODS
 _ANY_TYPES = frozenset({"typing.Any", "typing_extensions.Any", "builtins.object", "object"})
 
 # calls whose result is a copy of their first argument (same class)
-COPY_CALLS = _COPY_CALLS
 
 # what possible_types says of a class object, a module or a function: the
 # instance attributes a fill stores are not theirs to rebind
