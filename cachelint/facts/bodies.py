@@ -49,14 +49,14 @@ def _text(node: ast.AST) -> str:
     return t if len(t) <= 80 else t[:77] + "..."
 
 
-def _always_exits(body: list) -> bool:
+def always_exits(body: list) -> bool:
     if not body:
         return False
     last = body[-1]
     if isinstance(last, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
         return True
     if isinstance(last, ast.If):
-        return _always_exits(last.body) and _always_exits(last.orelse)
+        return always_exits(last.body) and always_exits(last.orelse)
     return False
 
 
@@ -267,11 +267,9 @@ class Body:
     def _earlier_exits(self, block: list, idx: int) -> list[Condition]:
         out = []
         for stmt in block[:idx]:
-            if isinstance(stmt, ast.If) and not stmt.orelse and _always_exits(stmt.body):
+            if isinstance(stmt, ast.If) and not stmt.orelse and always_exits(stmt.body):
                 out.append(Condition("early-exit", _text(stmt.test), self.line_of(stmt)))
-            elif (
-                isinstance(stmt, ast.If) and stmt.orelse and _always_exits(stmt.orelse) and not _always_exits(stmt.body)
-            ):
+            elif isinstance(stmt, ast.If) and stmt.orelse and always_exits(stmt.orelse) and not always_exits(stmt.body):
                 out.append(Condition("early-exit-else", _text(stmt.test), self.line_of(stmt)))
         return out
 

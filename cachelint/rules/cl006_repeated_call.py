@@ -8,7 +8,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from ..facts.bodies import _always_exits
+from ..facts import repeats
 from ..facts.cost import CHEAP_METHODS, FRESH_METHODS, NONDETERMINISTIC, TRIVIAL_METHODS, Cost, StateKind
 from ..facts.state import is_mutator
 from ..fixes.hoisting import HoistPlanner, Site
@@ -34,16 +34,6 @@ _COUNTED_BUILTINS = frozenset(["sorted", "sum", "any", "all"])
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # a subscript of an attribute by a name or attribute chain, as written (the pre-filter for lookups)
 _SUBSCRIPT = re.compile(r"\b[A-Za-z_]\w*\.[\w.]*\[[A-Za-z_][\w.]*\]")
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-# pairs of conditions (kinds of :class:`~cachelint.facts.bodies.Condition`) no run meets both of
-_EXCLUSIVE = {
-    frozenset(("if", "else")),
-    frozenset(("if", "early-exit")),
-    frozenset(("else", "early-exit-else")),
-    frozenset(("ternary", "ternary-else")),
-}
 
 
 @dataclass(frozen=True)
@@ -613,11 +603,11 @@ class _Function:
     @functools.cached_property
     def stores(self) -> dict[str, list[int]]:
         """Names bound in the body (nested scopes apart), with their AST lines."""
-        return _stores(self.body.node)
+        return repeats.stores(self.body.node)
 
     @functools.cached_property
     def mutations(self) -> list[tuple[str, int]]:
-        return _mutations(self.body.node)
+        return repeats.mutations(self.body.node)
 
     def node(self, c: CallSite) -> ast.AST | None:
         """The call node the index recorded at ``c``'s span (one walk of the body for all)."""
@@ -625,7 +615,7 @@ class _Function:
         if self._nodes is None:
             self._nodes = {
                 (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset): n
-                for n in _walk_code(body.node)
+                for n in repeats.walk_code(body.node)
                 if isinstance(n, ast.Call)
             }
         sh = body.shift
@@ -686,7 +676,7 @@ class _Function:
         if root[0] == "name" and self.module is not None and root[1] not in self.ctx.params:
             if root[1] not in self.ctx.locals and self.p.resolve_name(self.module, root[1]) is not None:
                 return None  # `torch.empty_like(...)`, `math.sqrt(...)`: a library function, not a method of an object
-        if last in TRIVIAL_METHODS or last in FRESH_METHODS or last.startswith("__") or _class_like(last):
+        if last in TRIVIAL_METHODS or last in FRESH_METHODS or last.startswith("__") or repeats.class_like(last):
             return None  # an O(1) method, a fresh copy, a dunder, or a class (a constructor)
         if last in CHEAP_METHODS:
             return Callee("cheap", "a cheap lookup", tuple(names), self._cost(names, fn))
@@ -705,7 +695,7 @@ class _Function:
             if r[0] != "call":
                 continue
             d = dotted(r[1]) or ""
-            if r[1] == ("name", "cls") or _class_like(d.rsplit(".", 1)[-1]):
+            if r[1] == ("name", "cls") or repeats.class_like(d.rsplit(".", 1)[-1]):
                 return True
             target = p.canon(r[1], ctx)
             if target is not None and len(target) == 1 and isinstance(target[0], GlobalRoot):
@@ -914,11 +904,11 @@ class _Function:
         names_in(("call", c0.func, c0.args, c0.kwargs), names)
         barriers = [line for n in set(names) for line in self.stores.get(n, ())]
         used = self._input_chains(c0)
-        barriers += [line for m, line in self.mutations if any(_related(m, u) for u in used)]
+        barriers += [line for m, line in self.mutations if any(repeats.related(m, u) for u in used)]
         best: list = []
         whole: list = []  # the segment ``best`` was drawn from
-        for segment in _segments(uses, barriers):
-            seg = _compatible(segment, self.body)
+        for segment in repeats.segments(uses, barriers):
+            seg = repeats.compatible(segment, self.body)
             if len(seg) < need or not self._one_value(seg, cal):
                 continue
             if len(seg) > len(best):
@@ -974,15 +964,15 @@ class _Function:
         names_in(("call", c0.func, c0.args, c0.kwargs), names)
         if isinstance(loop, ast.While) and not cal.cost.pure:
             return None  # a `while` loop ends because something in it changes: perhaps this very call
-        if not cal.cost.pure and _suspends(loop):
+        if not cal.cost.pure and repeats.suspends(loop):
             return None  # other tasks run at each `await`: they may change what the call reads
-        bound = _stores(loop, include_self=True)
+        bound = repeats.stores(loop, include_self=True)
         if any(n in bound for n in names):
             return None  # the loop rebinds an input (its target included)
         used = self._input_chains(c0)
-        if any(_related(m, u) for m, _line in _mutations(loop, include_self=True) for u in used):
+        if any(repeats.related(m, u) for m, _line in repeats.mutations(loop, include_self=True) for u in used):
             return None  # the loop changes an input in place
-        if any(_always_leaves(self.body, node, loop) for _c, node in uses):
+        if any(repeats.always_leaves(self.body, node, loop) for _c, node in uses):
             return None  # runs once, then the loop is left
         if self._receiver_touched(uses, loop):
             return None
@@ -991,7 +981,7 @@ class _Function:
             return None
         fix = self.planner.hoist_local(sites[0], sites, loop)
         line = self.body.line_of(loop)
-        kind = "comprehension" if isinstance(loop, _COMPS) else "loop"
+        kind = "comprehension" if isinstance(loop, repeats.COMPS) else "loop"
         how = f"runs once per iteration of the {kind} at line {line}, its callee and arguments unchanged by the {kind}"
         return self._finding(uses, cal, how, fix, {"repeats": None, "loop_line": line}, None)
 
@@ -1039,7 +1029,7 @@ class _Function:
         lo, hi = getattr(first, "lineno", 0), getattr(last, "lineno", 0)
         return any(
             isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) and lo <= n.lineno <= hi
-            for n in _walk_code(self.body.node)
+            for n in repeats.walk_code(self.body.node)
         )
 
     def _input_chains(self, c: CallSite) -> list[str]:
@@ -1047,11 +1037,11 @@ class _Function:
         callee is a method of the tree (its effects are followed precisely)."""
         out: list[str] = []
         for part in (*c.args, *(v for _k, v in c.kwargs)):
-            _chains(part, out)
+            repeats.chains(part, out)
         if c.func[0] == "attr":
             callee = self.p.call_callee(self.f, c)
             if callee is None or self.p.callee_function(callee) is None:
-                _chains(c.func[1], out)
+                repeats.chains(c.func[1], out)
         return out
 
     def _receiver_touched(self, uses: list, loop: ast.AST | None) -> bool:
@@ -1063,7 +1053,7 @@ class _Function:
         c0 = uses[0][0]
         watched: list[str] = []
         for part in (*c0.args, *(v for _k, v in c0.kwargs)):
-            _chains(part, watched)
+            repeats.chains(part, watched)
         if c0.func[0] == "attr":
             recv = dotted(c0.func[1])
             if recv is not None:
@@ -1099,13 +1089,13 @@ class _Function:
         """The innermost loop (or comprehension) that runs ``node`` on each iteration."""
         steps = self.body.steps(node)
         for parent, fname, _idx, _child in reversed(steps):
-            if isinstance(parent, _SCOPES):
+            if isinstance(parent, repeats.SCOPES):
                 return None
             if isinstance(parent, (ast.For, ast.AsyncFor)) and fname == "body":
                 return parent
             if isinstance(parent, ast.While) and fname in ("body", "test"):
                 return parent
-            if isinstance(parent, _COMPS) and fname in ("elt", "key", "value"):
+            if isinstance(parent, repeats.COMPS) and fname in ("elt", "key", "value"):
                 return parent
             if isinstance(parent, ast.comprehension) and fname == "ifs":
                 return self.body._parent.get(id(parent), (None,))[0]
@@ -1117,14 +1107,14 @@ class _Function:
         ``del T[k]`` or ``T[k] = v`` count as lookups; after that, the table changed)."""
         body = self.body
         groups: dict[str, list] = {}
-        for node in _walk_code(body.node):
+        for node in repeats.walk_code(body.node):
             if isinstance(node, ast.Subscript):
-                key = _lookup_key(node.value, node.slice)
+                key = repeats.lookup_key(node.value, node.slice)
                 if key is not None:
                     kind = "read" if isinstance(node.ctx, ast.Load) else "write"
                     groups.setdefault(key, []).append((node, kind))
             elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
-                key = _lookup_key(node.comparators[0], node.left)
+                key = repeats.lookup_key(node.comparators[0], node.left)
                 if key is not None:
                     groups.setdefault(key, []).append((node, "test"))
         out = []
@@ -1153,7 +1143,7 @@ class _Function:
         for n, k in uses:
             if cur and any(cur[-1][0].lineno <= b < n.lineno for b in barriers):
                 cur = []
-            if any(_exclusive(conds[id(n)], conds[id(m)]) for m, _k in cur):
+            if any(repeats.exclusive(conds[id(n)], conds[id(m)]) for m, _k in cur):
                 continue
             if cur and cur[-1][1] == "write":
                 cur = []  # the table changed: a new value from here on
@@ -1180,9 +1170,9 @@ class _Function:
             path=f.path,
             span=Span(
                 line,
-                _char_col(body, line, col),
+                repeats.char_col(body, line, col),
                 end + body.shift,
-                _char_col(body, end + body.shift, first.end_col_offset or 0),
+                repeats.char_col(body, end + body.shift, first.end_col_offset or 0),
             ),
             message=msg,
             function=f.qualname,
@@ -1192,7 +1182,7 @@ class _Function:
             data={
                 "repeats": len(best),
                 "loop_line": None,
-                "sites": [[body.line_of(n), _char_col(body, body.line_of(n), n.col_offset)] for n, _k in best],
+                "sites": [[body.line_of(n), repeats.char_col(body, body.line_of(n), n.col_offset)] for n, _k in best],
                 "hot_kind": kind,
                 "cost": "cheap",
                 "pure": None,
@@ -1223,24 +1213,6 @@ class _Function:
 # ----- helpers over the AST ---------------------------------------------------------------------
 
 
-def _char_col(body, line: int, col: int) -> int:
-    lines = body.lines
-    if not 0 < line <= len(lines) or lines[line - 1].isascii():
-        return col
-    return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
-
-
-def _walk_scope(node: ast.AST):
-    """The nodes of a function body, not those of nested functions, lambdas or classes."""
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, _SCOPES):
-            continue
-        stack.extend(ast.iter_child_nodes(n))
-
-
 def _outermost(found: list[Finding]) -> list[Finding]:
     """Drop a finding whose call is part of another's (``x.pow(2)`` in ``x.pow(2).sum()``)."""
 
@@ -1252,183 +1224,3 @@ def _outermost(found: list[Finding]) -> list[Finding]:
         )
 
     return [f for f in found if not any(inside(f.span, g.span) for g in found)]
-
-
-def _class_like(name: str) -> bool:
-    """A name that calls a class: ``Foo``, ``cls``, ``self.parser_cls``, ``tokenizer_class``."""
-    return name[:1].isupper() or name in ("cls", "klass") or name.endswith(("_cls", "_class"))
-
-
-def _walk_code(fn: ast.AST):
-    """The nodes of a function's statements that run (not its signature, its
-    decorators, annotations, nested scopes)."""
-    stack = list(getattr(fn, "body", []))
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, _SCOPES):
-            continue
-        for fname, value in ast.iter_fields(n):
-            if isinstance(n, ast.AnnAssign) and fname == "annotation":
-                continue
-            if isinstance(value, list):
-                stack.extend(x for x in value if isinstance(x, ast.AST))
-            elif isinstance(value, ast.AST):
-                stack.append(value)
-
-
-def _stores(node: ast.AST, include_self: bool = False) -> dict[str, list[int]]:
-    """Names bound in ``node`` (a body, or a loop with its target), with the
-    (0-based-shift-free) source lines: assignments, loop and comprehension
-    targets, ``with ... as``, ``except ... as``, walrus, ``del``, imports."""
-    out: dict[str, list[int]] = {}
-    nodes = [node, *_walk_scope(node)] if include_self else list(_walk_scope(node))
-    for n in nodes:
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            out.setdefault(n.id, []).append(n.lineno)
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            out.setdefault(n.name, []).append(n.lineno)
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            for a in n.names:
-                out.setdefault((a.asname or a.name).split(".")[0], []).append(n.lineno)
-        elif isinstance(n, (ast.Global, ast.Nonlocal)):
-            for name in n.names:
-                out.setdefault(name, []).append(n.lineno)
-    return out
-
-
-def _chains(e, out: list) -> None:
-    """The maximal name or attribute chains an indexed expression reads, as dotted text."""
-    if not isinstance(e, tuple) or not e:
-        return
-    d = dotted(e) if e[0] in ("name", "attr") else None
-    if d is not None:
-        out.append(d)
-        return
-    for part in e[1:] if isinstance(e[0], str) else e:
-        if isinstance(part, tuple):
-            _chains(part, out)
-
-
-def _mutations(node: ast.AST, include_self: bool = False) -> list[tuple[str, int]]:
-    """What ``node`` changes in place, as (dotted chain, AST line): ``x.append(..)``
-    (and the other mutators), ``x[k] = v``, ``del x[k]``, ``x.a = v``, ``x += ..``."""
-    out: list[tuple[str, int]] = []
-    nodes = [node, *_walk_scope(node)] if include_self else list(_walk_scope(node))
-    for n in nodes:
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and is_mutator(n.func.attr):
-            if _plain(n.func.value):
-                out.append((ast.unparse(n.func.value), n.lineno))
-        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)) and _plain(n.value):
-            out.append((ast.unparse(n.value), n.lineno))
-        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)) and _plain(n):
-            out.append((ast.unparse(n), n.lineno))
-    return out
-
-
-def _related(a: str, b: str) -> bool:
-    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
-
-
-def _segments(uses: list, barrier_lines: list) -> list[list]:
-    """Split source-ordered uses where a name they read is rebound between two of them.
-
-    ``barrier_lines`` are AST lines (no shift); uses carry file lines and
-    nodes with AST lines."""
-    if not barrier_lines:
-        return [uses]
-    out: list[list] = [[]]
-    for c, n in uses:
-        cur = out[-1]
-        if cur:
-            prev = cur[-1][1]
-            if any(prev.lineno <= b < n.lineno for b in barrier_lines):
-                out.append([])
-        out[-1].append((c, n))
-    return out
-
-
-def _compatible(uses: list, body) -> list:
-    """The uses (source order) no two of which are on exclusive branches,
-    dropping each use exclusive with one kept before it."""
-    kept: list = []
-    conds: list = []
-    for c, n in uses:
-        mine = body.conditions(n)
-        if any(x.kind in ("except", "lambda") for x in mine):
-            continue
-        if any(_exclusive(mine, other) for other in conds):
-            continue
-        if kept and _returns_after(body, kept[-1][1], n):
-            continue  # the use before it is followed by a `return`: not both in one run
-        kept.append((c, n))
-        conds.append(mine)
-    return kept
-
-
-def _suspends(loop: ast.AST) -> bool:
-    """The loop is an ``async for`` or awaits in its body (nested scopes apart)."""
-    if isinstance(loop, ast.AsyncFor):
-        return True
-    return any(isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for n in _walk_scope(loop))
-
-
-def _returns_after(body, node: ast.AST, later: ast.AST) -> bool:
-    """The statement list holding ``node``'s statement always ends in a
-    ``return`` or ``raise`` from there on (``x = call(); ...; return x``
-    inside an ``if``), and ``later`` is not in that rest of the list: no
-    later code of the function runs in the same run, unless a loop around
-    repeats it. A use in the ``return`` itself, or between, runs in the same
-    run (``log(x.dump()); return Response(x.dump())``)."""
-    for parent, fname, idx, child in reversed(body.steps(node)):
-        if isinstance(parent, _LOOPS + _SCOPES):
-            return False
-        if isinstance(idx, int) and isinstance(child, ast.stmt):
-            rest = getattr(parent, fname)[idx:]
-            at = getattr(later, "lineno", 0)
-            if any(st.lineno <= at <= (st.end_lineno or st.lineno) for st in rest):
-                return False
-            last = rest[-1] if rest else None
-            return isinstance(last, (ast.Return, ast.Raise)) or (
-                isinstance(last, ast.If) and _always_exits(last.body) and _always_exits(last.orelse)
-            )
-    return False
-
-
-def _exclusive(a: list, b: list) -> bool:
-    for x in a:
-        for y in b:
-            if x.line == y.line and x.text == y.text and frozenset((x.kind, y.kind)) in _EXCLUSIVE:
-                return True
-    return False
-
-
-def _always_leaves(body, node: ast.AST, loop: ast.AST) -> bool:
-    """Past ``node``, every path through its statement blocks leaves ``loop``
-    (``return``, ``raise``, ``break``): the call runs at most once per run."""
-    for parent, fname, idx, child in reversed(body.steps(node)):
-        if parent is loop:
-            return False
-        if isinstance(idx, int) and isinstance(child, ast.stmt):
-            rest = getattr(parent, fname)[idx:]
-            if _always_exits(rest) or any(isinstance(s, ast.Break) for s in rest):
-                return True
-    return False
-
-
-def _lookup_key(table: ast.AST, key: ast.AST) -> str | None:
-    """``T[k]`` as text when ``T`` is an attribute chain (``self.table``) and
-    ``k`` a name or attribute chain (so it is the same lookup each time)."""
-    if not isinstance(table, ast.Attribute) or not _plain(table) or not _plain(key):
-        # a constant key (`x[0]`, `cfg["name"]`) reads a record, not a table; a
-        # local's items (`row[i]`) are data being walked, not a lookup table
-        return None
-    if isinstance(table, ast.Name) and (table.id in _BUILTIN_NAMES or table.id[:1].isupper()):
-        return None  # `list[int]`, `Optional[str]`: a type, not a table
-    return f"{ast.unparse(table)}[{ast.unparse(key)}]"
-
-
-def _plain(e: ast.AST) -> bool:
-    while isinstance(e, ast.Attribute):
-        e = e.value
-    return isinstance(e, ast.Name)

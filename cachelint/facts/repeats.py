@@ -1,0 +1,227 @@
+"""Where the uses of one expression in a function body can share one value.
+
+The AST facts CL006 decides a repeat by: the names a body binds and the
+objects it changes in place (nested scopes apart), the segments of uses
+between barriers, branches no run takes both of, uses followed by a
+``return`` in the same branch, loops that suspend (``await``/``yield``) and
+statements that always leave a loop, and the key a subscript lookup uses.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+from ..index.expr import dotted
+from .bodies import always_exits
+from .state import is_mutator
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# pairs of conditions (kinds of :class:`~cachelint.facts.bodies.Condition`) no run meets both of
+EXCLUSIVE = {
+    frozenset(("if", "else")),
+    frozenset(("if", "early-exit")),
+    frozenset(("else", "early-exit-else")),
+    frozenset(("ternary", "ternary-else")),
+}
+
+
+def char_col(body, line: int, col: int) -> int:
+    lines = body.lines
+    if not 0 < line <= len(lines) or lines[line - 1].isascii():
+        return col
+    return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
+
+
+def walk_scope(node: ast.AST):
+    """The nodes of a function body, not those of nested functions, lambdas or classes."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, SCOPES):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def class_like(name: str) -> bool:
+    """A name that calls a class: ``Foo``, ``cls``, ``self.parser_cls``, ``tokenizer_class``."""
+    return name[:1].isupper() or name in ("cls", "klass") or name.endswith(("_cls", "_class"))
+
+
+def walk_code(fn: ast.AST):
+    """The nodes of a function's statements that run (not its signature, its
+    decorators, annotations, nested scopes)."""
+    stack = list(getattr(fn, "body", []))
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, SCOPES):
+            continue
+        for fname, value in ast.iter_fields(n):
+            if isinstance(n, ast.AnnAssign) and fname == "annotation":
+                continue
+            if isinstance(value, list):
+                stack.extend(x for x in value if isinstance(x, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+
+
+def stores(node: ast.AST, include_self: bool = False) -> dict[str, list[int]]:
+    """Names bound in ``node`` (a body, or a loop with its target), with the
+    (0-based-shift-free) source lines: assignments, loop and comprehension
+    targets, ``with ... as``, ``except ... as``, walrus, ``del``, imports."""
+    out: dict[str, list[int]] = {}
+    nodes = [node, *walk_scope(node)] if include_self else list(walk_scope(node))
+    for n in nodes:
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.setdefault(n.id, []).append(n.lineno)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.setdefault(n.name, []).append(n.lineno)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.setdefault((a.asname or a.name).split(".")[0], []).append(n.lineno)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            for name in n.names:
+                out.setdefault(name, []).append(n.lineno)
+    return out
+
+
+def chains(e, out: list) -> None:
+    """The maximal name or attribute chains an indexed expression reads, as dotted text."""
+    if not isinstance(e, tuple) or not e:
+        return
+    d = dotted(e) if e[0] in ("name", "attr") else None
+    if d is not None:
+        out.append(d)
+        return
+    for part in e[1:] if isinstance(e[0], str) else e:
+        if isinstance(part, tuple):
+            chains(part, out)
+
+
+def mutations(node: ast.AST, include_self: bool = False) -> list[tuple[str, int]]:
+    """What ``node`` changes in place, as (dotted chain, AST line): ``x.append(..)``
+    (and the other mutators), ``x[k] = v``, ``del x[k]``, ``x.a = v``, ``x += ..``."""
+    out: list[tuple[str, int]] = []
+    nodes = [node, *walk_scope(node)] if include_self else list(walk_scope(node))
+    for n in nodes:
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and is_mutator(n.func.attr):
+            if plain(n.func.value):
+                out.append((ast.unparse(n.func.value), n.lineno))
+        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)) and plain(n.value):
+            out.append((ast.unparse(n.value), n.lineno))
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)) and plain(n):
+            out.append((ast.unparse(n), n.lineno))
+    return out
+
+
+def related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def segments(uses: list, barrier_lines: list) -> list[list]:
+    """Split source-ordered uses where a name they read is rebound between two of them.
+
+    ``barrier_lines`` are AST lines (no shift); uses carry file lines and
+    nodes with AST lines."""
+    if not barrier_lines:
+        return [uses]
+    out: list[list] = [[]]
+    for c, n in uses:
+        cur = out[-1]
+        if cur:
+            prev = cur[-1][1]
+            if any(prev.lineno <= b < n.lineno for b in barrier_lines):
+                out.append([])
+        out[-1].append((c, n))
+    return out
+
+
+def compatible(uses: list, body) -> list:
+    """The uses (source order) no two of which are on exclusive branches,
+    dropping each use exclusive with one kept before it."""
+    kept: list = []
+    conds: list = []
+    for c, n in uses:
+        mine = body.conditions(n)
+        if any(x.kind in ("except", "lambda") for x in mine):
+            continue
+        if any(exclusive(mine, other) for other in conds):
+            continue
+        if kept and returns_after(body, kept[-1][1], n):
+            continue  # the use before it is followed by a `return`: not both in one run
+        kept.append((c, n))
+        conds.append(mine)
+    return kept
+
+
+def suspends(loop: ast.AST) -> bool:
+    """The loop is an ``async for`` or awaits in its body (nested scopes apart)."""
+    if isinstance(loop, ast.AsyncFor):
+        return True
+    return any(isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for n in walk_scope(loop))
+
+
+def returns_after(body, node: ast.AST, later: ast.AST) -> bool:
+    """The statement list holding ``node``'s statement always ends in a
+    ``return`` or ``raise`` from there on (``x = call(); ...; return x``
+    inside an ``if``), and ``later`` is not in that rest of the list: no
+    later code of the function runs in the same run, unless a loop around
+    repeats it. A use in the ``return`` itself, or between, runs in the same
+    run (``log(x.dump()); return Response(x.dump())``)."""
+    for parent, fname, idx, child in reversed(body.steps(node)):
+        if isinstance(parent, LOOPS + SCOPES):
+            return False
+        if isinstance(idx, int) and isinstance(child, ast.stmt):
+            rest = getattr(parent, fname)[idx:]
+            at = getattr(later, "lineno", 0)
+            if any(st.lineno <= at <= (st.end_lineno or st.lineno) for st in rest):
+                return False
+            last = rest[-1] if rest else None
+            return isinstance(last, (ast.Return, ast.Raise)) or (
+                isinstance(last, ast.If) and always_exits(last.body) and always_exits(last.orelse)
+            )
+    return False
+
+
+def exclusive(a: list, b: list) -> bool:
+    for x in a:
+        for y in b:
+            if x.line == y.line and x.text == y.text and frozenset((x.kind, y.kind)) in EXCLUSIVE:
+                return True
+    return False
+
+
+def always_leaves(body, node: ast.AST, loop: ast.AST) -> bool:
+    """Past ``node``, every path through its statement blocks leaves ``loop``
+    (``return``, ``raise``, ``break``): the call runs at most once per run."""
+    for parent, fname, idx, child in reversed(body.steps(node)):
+        if parent is loop:
+            return False
+        if isinstance(idx, int) and isinstance(child, ast.stmt):
+            rest = getattr(parent, fname)[idx:]
+            if always_exits(rest) or any(isinstance(s, ast.Break) for s in rest):
+                return True
+    return False
+
+
+def lookup_key(table: ast.AST, key: ast.AST) -> str | None:
+    """``T[k]`` as text when ``T`` is an attribute chain (``self.table``) and
+    ``k`` a name or attribute chain (so it is the same lookup each time)."""
+    if not isinstance(table, ast.Attribute) or not plain(table) or not plain(key):
+        # a constant key (`x[0]`, `cfg["name"]`) reads a record, not a table; a
+        # local's items (`row[i]`) are data being walked, not a lookup table
+        return None
+    if isinstance(table, ast.Name) and (table.id in _BUILTIN_NAMES or table.id[:1].isupper()):
+        return None  # `list[int]`, `Optional[str]`: a type, not a table
+    return f"{ast.unparse(table)}[{ast.unparse(key)}]"
+
+
+def plain(e: ast.AST) -> bool:
+    while isinstance(e, ast.Attribute):
+        e = e.value
+    return isinstance(e, ast.Name)
