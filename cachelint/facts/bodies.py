@@ -50,6 +50,9 @@ def _text(node: ast.AST) -> str:
 
 
 def always_exits(body: list) -> bool:
+    """``body`` ends in ``return``/``raise``/``continue``/``break``, or in an
+    ``if``/``else`` whose branches both do (narrower than the index's
+    :func:`cachelint.index.body.always_exits`, which also reads ``with`` and ``try``)."""
     if not body:
         return False
     last = body[-1]
