@@ -1,0 +1,450 @@
+"""Hoist to ``__init__``: a call whose every input is bound once at
+construction, evaluated once at the end of the class's own ``__init__``.
+
+See :mod:`cachelint.fixes.hoisting.planner` for what makes it safe.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ...index.expr import dotted, render
+from ...index.records import FunctionInfo
+from ...model import Applicability, Edit, EditKind, Fix, Span
+from ...semantic.callgraph import resolve_call
+from ...semantic.program import CONSTRUCTORS
+from ...semantic.values import GlobalRoot
+from .inputs import InputAnalysis
+from .site import (
+    Site,
+    _attr_chains,
+    _base_name,
+    _call_expr,
+    _calls_super_init,
+    _class_level,
+    _inputs_expr,
+    names_in,
+)
+
+
+def _chain_to_expr(root: str | None, chain: tuple) -> tuple:
+    e: tuple = ("name", root or "self")
+    for a in chain:
+        e = ("attr", e, a)
+    return e
+
+
+class InitHoists(InputAnalysis):
+    """The hoist-to-``__init__`` fix and its safety checks."""
+
+    # hoist to __init__ ----------------------------------------------------------------
+    def _hoist_init(self, s: Site, names: dict) -> Fix | None:
+        p = self.p
+        f, c = s.function, s.call
+        cls = f.class_qualname
+        if cls is None or f.self_name is None or f.name in CONSTRUCTORS or f.parent_function:
+            return None
+        ci = p.classes.get(cls)
+        if ci is None or "__init__" not in ci.methods:
+            s.notes.append(f"`{cls.rsplit('.', 1)[-1]}` defines no `__init__` to hoist the call into")
+            return None
+        init = p.functions.get(ci.methods["__init__"])
+        if init is None or init.self_name != f.self_name:
+            return None
+        if self.hot.is_hot(init.qualname):
+            s.notes.append(f"`{init.qualname}` itself runs on a hot path ({self.hot.kind(init.qualname)})")
+            return None
+        if not ci.qualname.startswith(ci.module + ".") or "<locals>" in ci.qualname:
+            return None
+        ctx = p.context(f)
+        used: list[str] = []
+        names_in(_call_expr(c), used)
+        fi = p.modules_by_path.get(f.path)
+        for n in used:
+            if n == f.self_name:
+                continue
+            if n == "?" or n in ctx.locals or n in ctx.params or fi is None or p.resolve_name(fi.module, n) is None:
+                return None  # reads something of this call only (a local, a parameter)
+        text = self.call_text(f, c)
+        if text is None:
+            return None
+        reasons: list[str] = []
+        relies: list[str] = []
+        if not s.cost.pure:
+            reasons.append(f"the callee is not known to be pure ({s.cost.pure_reason})")
+        else:
+            relies.append(f"callee: {s.cost.pure_reason}")
+        chains: list = []
+        _attr_chains(_inputs_expr(c), f.self_name, chains)
+        self._check_conditions(s, reasons)
+        self._check_chains(cls, chains, reasons, relies)
+        self._check_changed_inside(s, cls, chains, reasons)
+        self._check_globals(f, used, reasons)
+        self._check_module_inputs(s, reasons)
+        self._check_callee_reads(s, reasons)
+        self._check_constructed(s, cls, reasons)
+        self._check_callee_state(s, reasons, "computed once at construction, the value would not follow it")
+        if self.mutated_at(f, c):
+            reasons.append("this use changes the value in place, and every run would now share one object")
+        if init.returns:
+            # every `return` in a constructor returns None: any of them skips the appended statement
+            reasons.append(f"`{init.qualname}` can return early, before the appended statement")
+        if self._init_reaches(init, f):
+            reasons.append(f"`{init.qualname}` reaches `{f.name}`, which would read the attribute before it is set")
+        for sub in p.subclasses(cls):
+            sc = p.classes.get(sub)
+            if sc is not None and "__init__" in sc.methods:
+                si = p.functions.get(sc.methods["__init__"])
+                if si is not None and not _calls_super_init(si):
+                    reasons.append(f"subclass `{sub}` has an `__init__` that does not call `super().__init__()`")
+        per_class = names.setdefault(cls, {})
+        attr = per_class.get(text)
+        if attr is None:
+            attr = self._fresh_attr(cls, "_" + _base_name(c), set(per_class.values()))
+            per_class[text] = attr
+        target = init.qualname[len(init.module) + 1 :]
+        edits = (
+            Edit(Span(c.line, c.column, c.end_line, c.end_column), f"{f.self_name}.{attr}"),
+            Edit(
+                Span(init.line, 0, init.line, 0),
+                f"{f.self_name}.{attr} = {text}",
+                kind=EditKind.APPEND_TO_FUNCTION,
+                target=target,
+            ),
+        )
+        return Fix(
+            Applicability.UNSAFE if reasons else Applicability.SAFE,
+            edits,
+            message=f"Hoist to `__init__`: compute `{f.self_name}.{attr}` once at the end of `{target}` and read it here"
+            + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
+            relies_on=tuple(relies + ["inputs: bound once at construction"]),
+        )
+
+    def _check_chains(self, cls: str, chains: list, reasons: list, relies: list) -> None:
+        """Every ``self.a.b`` input must be bound once at construction and never reassigned."""
+        p = self.p
+        seen: set = set()
+        for chain in chains:
+            if not chain or chain in seen:
+                continue
+            seen.add(chain)
+            first = chain[0]
+            m = p.lookup_method(cls, first)
+            if m is not None:
+                deco = [(dotted(d) or "").split(".")[-1] for d in m.decorators]
+                if "property" in deco:
+                    reasons.append(f"`self.{first}` is a property, recomputed on each read")
+                continue  # a method: the bound method of this instance
+            classes = [cls, *p.subclasses(cls)]
+            writers: list = []
+            for k in classes:
+                for w, a in p.self_attr_writers(k, first):
+                    if (w.qualname, a.line) not in [(x.qualname, y.line) for x, y in writers]:
+                        writers.append((w, a))
+            outside = [(w, a) for w, a in writers if w.name not in CONSTRUCTORS]
+            if outside:
+                w, a = outside[0]
+                reasons.append(f"`self.{first}` is also assigned in `{w.qualname}` (line {a.line})")
+            elif not writers:
+                if not _class_level(p, cls, first):
+                    reasons.append(f"`self.{first}` is not bound in the constructor")
+            else:
+                own = set(p.mro(cls))
+                mine = [a for w, a in writers if w.class_qualname in own]
+                later = [w for w, a in writers if w.class_qualname not in own]
+                if len(mine) > 1 or any(a.guard or a.in_loop for a in mine):
+                    reasons.append(f"`self.{first}` is bound more than once, or conditionally, at construction")
+                if later:
+                    reasons.append(
+                        f"subclass constructor `{later[0].qualname}` rebinds `self.{first}`, possibly after the hoisted value is computed"
+                    )
+            for attr in chain[1:]:
+                ws = [(w, a) for w, a in p.writers(attr) if w.name not in CONSTRUCTORS]
+                if ws:
+                    w, a = ws[0]
+                    reasons.append(f"`.{attr}` is assigned outside a constructor (`{w.qualname}`, line {a.line})")
+                    break
+        if chains and not reasons:
+            relies.append(
+                "inputs: " + ", ".join(f"`self.{'.'.join(ch)}`" for ch in sorted(seen)) + " bound once at construction"
+            )
+
+    def _check_conditions(self, s: Site, reasons: list) -> None:
+        """The call runs only under conditions of its function (an ``if``
+        branch, past an early return, the right of ``and``, a ``try`` whose
+        handler catches its errors): at the end of ``__init__`` it would run
+        for every object, unconditionally (and raise where it did not run)."""
+        f, c = s.function, s.call
+        if s.cost.pure and s.cost.total:
+            return  # a pure call that never raises may run where it did not
+        body = self.a.bodies.body(f)
+        node = body.find(c.line, c.column, c.end_line, c.end_column) if body is not None else None
+        if node is None:
+            if c.guard:
+                shown = " and ".join(render(g) if pos else f"not ({render(g)})" for g, pos in c.guard)
+                reasons.append(
+                    f"in `{f.name}` the call runs only when `{shown}`; at the end of `__init__` it would run for every object, unconditionally"
+                )
+            return
+        conds = body.conditions(node)
+        if conds:
+            reasons.append(
+                f"in `{f.name}` the call runs "
+                + "; and ".join(x.describe() for x in conds)
+                + "; at the end of `__init__` it would run for every object, unconditionally"
+            )
+
+    def _check_changed_inside(self, s: Site, cls: str, chains: list, reasons: list) -> None:
+        """An input ``self.a`` (or ``self.a.b``) whose object some code outside
+        a constructor changes in place (``self.a.append(...)``, ``self.a[k] = v``,
+        ``self.a.n = v``): no statement rebinds the attribute, yet its value
+        changes, and the hoisted value would not follow."""
+        f = s.function
+        p = self.p
+        state = self.a.state
+        seen: set = set()
+        # the receiver of a method or property of the tree: only the attributes
+        # its body reads of that object are inputs (``_check_callee_reads``)
+        receiver, reads = self._receiver_reads(s)
+        for chain in chains:
+            for i in range(1, len(chain) + 1):
+                attr = chain[i - 1]
+                if attr in seen or p.lookup_method(cls, attr) is not None:
+                    continue
+                seen.add(attr)
+                want = p.type_of(self.a.state.value(f, _chain_to_expr(f.self_name, chain[:i])))
+                for ch in state.changed_inside(attr):
+                    if ch.function.name in CONSTRUCTORS:
+                        continue
+                    if chain[:i] == receiver and ch.below and ch.below[0] not in reads:
+                        continue  # an attribute the callee does not read
+                    if (
+                        want is not None
+                        and ch.type is not None
+                        and not (p.is_subclass(want, ch.type) or p.is_subclass(ch.type, want))
+                    ):
+                        continue  # another kind of object's attribute of that name
+                    reasons.append(
+                        f"`{ch.text}` in `{ch.function.qualname}` (line {ch.line}) changes `self.{'.'.join(chain[:i])}` in place"
+                        + (", in the loop that makes the call" if ch.function is f and ch.in_loop else "")
+                    )
+                    return
+
+    def _receiver_reads(self, s: Site) -> tuple[tuple | None, set]:
+        """``self.a.b`` as ``("a", "b")`` when the site calls (or reads) a method
+        (or property) of the tree on it, with what its implementations read of it."""
+        f, c = s.function, s.call
+        recv = c.func[1] if c.func[0] == "attr" else None
+        d = dotted(recv) if recv is not None else None
+        if d is None or not d.startswith(f"{f.self_name}."):
+            return None, set()
+        g = self.p.callee_function(s.callee) if s.callee is not None else None
+        if g is None or g.self_name is None:
+            return None, set()
+        reads: set = set()
+        for impl in self.a.cost.implementations(g):
+            reads |= self._self_reads(impl)
+        return tuple(d.split(".")[1:]), reads
+
+    def _check_module_inputs(self, s: Site, reasons: list) -> None:
+        """An argument that is module state (a module variable, a module-level
+        object's attribute, a class attribute) which code of the tree changes."""
+        f, c = s.function, s.call
+        if c.is_read:
+            return
+        state = self.a.state
+        for part in (*c.args, *(v for _kw, v in c.kwargs)):
+            d = dotted(part)
+            if d is None or d.split(".")[0] == f.self_name:
+                continue
+            v = state.value(f, part)
+            if v is None or not isinstance(v[0], GlobalRoot) or not state.is_state(v):
+                continue
+            ch = state.changes(v, tuple(d.split(".")))
+            if ch:
+                reasons.append(
+                    f"argument `{d}` is module state that `{ch[0].where}` changes (line {ch[0].line}: `{ch[0].text}`)"
+                )
+                return
+
+    def _check_callee_state(self, s: Site, reasons: list, consequence: str) -> None:
+        """The callee (a function of the tree) reads module state that other
+        code changes, or the environment: its value depends on when it runs."""
+        g = self.p.callee_function(s.callee) if s.callee is not None else None
+        if g is None:
+            return
+        dep = self.a.state.dependence(g)
+        if dep is not None:
+            reasons.append(f"{dep.reason}; {consequence}")
+
+    def _check_constructed(self, s: Site, cls: str, reasons: list) -> None:
+        """A method (or property) of the object itself, called at the end of
+        the base ``__init__``: every implementation a subclass object
+        dispatches to must find the attributes it reads assigned by then.
+        Not so when a subclass constructor assigns one after calling
+        ``super().__init__()`` (the override reads it too early, or the base
+        getter reads the value the subclass then replaces), or when the
+        constructor assigns it only under a condition."""
+        p = self.p
+        f, c = s.function, s.call
+        recv = c.func[1] if c.func[0] == "attr" else None
+        if recv != ("name", f.self_name):
+            return
+        g = p.callee_function(s.callee) if s.callee is not None else None
+        if g is None or g.self_name is None:
+            return
+        for k in [cls, *p.subclasses(cls)]:
+            impl = p.lookup_method(k, g.name)
+            if impl is None:
+                continue
+            late = self._assigned_after_super(k, cls)
+            reads = sorted(self._self_reads(impl))
+            for attr in reads:
+                if attr in late:
+                    init_qn, line = late[attr]
+                    if impl.class_qualname == cls:
+                        reasons.append(
+                            f"`{impl.qualname}` reads `self.{attr}`, which subclass constructor `{init_qn}` assigns "
+                            f"after `super().__init__()` (line {line}): the hoisted value would hold the base class's `{attr}`"
+                        )
+                    else:
+                        reasons.append(
+                            f"override `{impl.qualname}` reads `self.{attr}`, which `{init_qn}` assigns only after "
+                            f"`super().__init__()` (line {line}): at the end of `{cls.rsplit('.', 1)[-1]}.__init__` it is not set yet"
+                        )
+                    return
+            for attr in reads:
+                ws = [(w, a) for w, a in p.self_attr_writers(k, attr) if w.name in CONSTRUCTORS]
+                if ws and all(a.guard or a.in_loop for _w, a in ws):
+                    w, a = ws[0]
+                    why = (
+                        " and ".join(render(g0) if pos else f"not ({render(g0)})" for g0, pos in a.guard)
+                        if a.guard
+                        else "a loop runs"
+                    )
+                    reasons.append(
+                        f"`{impl.qualname}` reads `self.{attr}`, which `{w.qualname}` assigns only when `{why}` "
+                        f"(line {a.line}): at the end of `__init__` it may not exist"
+                    )
+                    return
+
+    def _assigned_after_super(self, k: str, cls: str) -> dict:
+        """Attributes the constructors of ``k`` and of its bases below ``cls``
+        assign after their ``super().__init__()`` call: attr -> (constructor, line)."""
+        p = self.p
+        out: dict = {}
+        for x in p.mro(k):
+            if x == cls:
+                break
+            ci = p.classes.get(x)
+            init = p.functions.get(ci.methods["__init__"]) if ci is not None and "__init__" in ci.methods else None
+            if init is None or init.self_name is None:
+                continue
+            supers = [c.line for c in init.calls if c.func[0] == "attr" and c.func[2] == "__init__"]
+            if not supers:
+                continue
+            me = ("name", init.self_name)
+            for a in init.assigns:
+                if a.target[0] == "attr" and a.target[1] == me and a.line > supers[0]:
+                    out.setdefault(a.target[2], (init.qualname, a.line))
+        return out
+
+    def _self_reads(self, g: FunctionInfo, depth: int = 0, seen: set | None = None) -> set:
+        """The attributes of its own object that method ``g`` reads, following
+        the methods and properties of that object it calls or reads in turn."""
+        p = self.p
+        seen = set() if seen is None else seen
+        if g.self_name is None or g.qualname in seen:
+            return set()
+        seen.add(g.qualname)
+        chains: list = []
+        for c in g.calls:
+            _attr_chains(_call_expr(c), g.self_name, chains)
+        for r in g.returns:
+            _attr_chains(r, g.self_name, chains)
+        for a in g.assigns:
+            _attr_chains(a.value, g.self_name, chains)
+        body = self.a.bodies.body(g)
+        if body is not None:  # reads in conditions and operators too, which the index does not keep
+            chains.extend(parts[1:] for parts, _line in body.reads_of(g.self_name))
+        out: set = set()
+        for attr in dict.fromkeys(ch[0] for ch in chains if ch):
+            m = p.lookup_method(g.class_qualname, attr) if g.class_qualname else None
+            if m is None:
+                out.add(attr)
+            elif depth < 3 and not p.is_cached(m):
+                out |= self._self_reads(m, depth + 1, seen)
+        return out
+
+    def _check_callee_reads(self, s: Site, reasons: list) -> None:
+        """An in-tree method's (or property getter's) own inputs: the attributes
+        of its object it reads, through the methods and properties it uses."""
+        p = self.p
+        g = p.callee_function(s.callee) if s.callee is not None else None
+        if g is None or g.self_name is None:
+            return
+        for impl in self.a.cost.implementations(g):
+            for attr in sorted(self._self_reads(impl)):
+                ws = [(w, a) for w, a in p.writers(attr) if w.name not in CONSTRUCTORS]
+                if ws:
+                    w, a = ws[0]
+                    reasons.append(
+                        f"`{impl.qualname}` reads `.{attr}`, which `{w.qualname}` assigns (line {a.line}), "
+                        "outside a constructor: at the end of `__init__` it may not be set yet, and later it may change"
+                    )
+                    return
+
+    def _check_globals(self, f: FunctionInfo, used: list, reasons: list) -> None:
+        p = self.p
+        fi = p.modules_by_path.get(f.path)
+        if fi is None:
+            return
+        for n in dict.fromkeys(used):
+            if n in fi.globals and fi.globals[n] is None and n not in fi.defs:
+                reasons.append(f"module variable `{n}` is rebound")
+            elif n in fi.globals and n not in fi.defs:
+                for g in p.functions.values():
+                    if (
+                        g.module == fi.module
+                        and n in g.global_names
+                        and any(a.target == ("name", n) for a in g.assigns)
+                    ):
+                        reasons.append(f"module variable `{n}` is assigned in `{g.qualname}`")
+                        break
+
+    def _init_reaches(self, init: FunctionInfo, f: FunctionInfo) -> bool:
+        p = self.p
+        seen = {init.qualname}
+        queue = deque([init])
+        while queue:
+            g = queue.popleft()
+            for call in g.calls:
+                t = resolve_call(p, g, call)
+                if t is None:
+                    continue
+                if t.qualname == f.qualname or (t.name == f.name and t.class_qualname is not None):
+                    return True
+                if t.qualname not in seen and t.class_qualname is not None and len(seen) < 200:
+                    seen.add(t.qualname)
+                    queue.append(t)
+        return False
+
+    def _fresh_attr(self, cls: str, base: str, taken: set) -> str:
+        p = self.p
+        classes = [*p.mro(cls), *p.subclasses(cls)]
+
+        def used(name: str) -> bool:
+            if name in taken:
+                return True
+            for k in classes:
+                ci = p.classes.get(k)
+                if ci is not None and (name in ci.methods or name in ci.class_attrs or name in ci.fields):
+                    return True
+                if p.self_attr_writers(k, name):
+                    return True
+            return False
+
+        name, i = base, 2
+        while used(name):
+            name, i = f"{base}_{i}", i + 1
+        return name

@@ -1,0 +1,298 @@
+"""Hoist to a local: the same call evaluated more than once in one run of a
+function, computed once before its first use.
+
+See :mod:`cachelint.fixes.hoisting.planner` for what makes it safe.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ...facts.bodies import HoistPoint
+from ...facts.catalog import PURE_BUILTINS
+from ...facts.state import related, show
+from ...index.expr import dotted, render
+from ...index.records import FunctionInfo
+from ...model import Applicability, Edit, EditKind, Fix, Span
+from ...semantic.callgraph import resolve_call
+from ...semantic.values import GlobalRoot
+from .init import InitHoists
+from .site import (
+    _BUILTINS,
+    Site,
+    _base_name,
+    _call_expr,
+    _loop_head,
+    names_in,
+)
+
+
+class LocalHoists(InitHoists):
+    """The hoist-to-a-local fix and its safety checks."""
+
+    # hoist to a local -------------------------------------------------------------------
+    def hoist_local(self, s: Site, same: list[Site], loop: ast.AST | None = None) -> Fix | None:
+        """The hoist-to-a-local fix for the uses ``same`` of one call (``s``
+        among them), or, with ``loop`` (a ``for``/``while`` statement or a
+        comprehension of ``s.function``'s body holding the one use), the fix
+        that computes the call once before that loop (CL006)."""
+        return self._hoist_local(s, same, loop)
+
+    def changed_between(
+        self, s: Site, same: list[Site], loop: ast.AST | None = None, nodes: list | None = None
+    ) -> str | None:
+        """What, proven from the code, changes an input of the call between
+        its uses ``same`` (or, with ``loop``, anywhere in that loop): the
+        message clause, or None when nothing is seen to change one.
+        ``nodes``: the uses' nodes in the function's body, in source order,
+        when the caller has them."""
+        f = s.function
+        occ = sorted(same, key=lambda x: (x.call.line, x.call.column))
+        body = self.a.bodies.body(f)
+        if body is None:
+            return None
+        if nodes is None:
+            nodes = [body.find(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ]
+        if not nodes or any(n is None for n in nodes):
+            return None
+        hp = self._local_point(body, nodes, loop)
+        if hp is None:
+            return None
+        return self._first_change(s, occ, nodes, body, hp)
+
+    @staticmethod
+    def _local_point(body, nodes: list, loop: ast.AST | None):
+        """Where the local goes: before the statement of the first use (in the
+        block holding every use), or, for a loop, before the statement that
+        holds the loop, with the loop (and what is inside it) uncovering the use."""
+        if loop is None:
+            return body.hoist_point(nodes)
+        at = body.hoist_point([loop])
+        if at is None:
+            return None
+        uncovered = tuple(body.conditions(nodes[0], below=at.block[at.index], loops=True))
+        return HoistPoint(at.block, at.index, at.line, uncovered, None)
+
+    def _hoist_local(self, s: Site, same: list[Site], loop: ast.AST | None = None) -> Fix | None:
+        p = self.p
+        f = s.function
+        ctx = p.context(f)
+        occ = sorted(same, key=lambda x: (x.call.line, x.call.column))
+        first = occ[0].call
+        used: list[str] = []
+        names_in(_call_expr(first), used)
+        fi = p.modules_by_path.get(f.path)
+        reasons: list[str] = []
+        for n in dict.fromkeys(used):
+            if n == "?":
+                return None
+            if n in ctx.params:
+                continue
+            if n in ctx.locals:
+                assigns = ctx.locals[n]
+                if len(assigns) != 1 or assigns[0].in_loop or assigns[0].line >= first.line:
+                    return None  # rebound, or bound after the first use
+                continue
+            if (fi is None or p.resolve_name(fi.module, n) is None) and ctx.parent is None:
+                return None  # e.g. a comprehension variable
+        texts = {self.call_text(f, x.call) for x in occ}
+        if None in texts or len(texts) != 1:
+            return None  # spelled differently: the replacement must be the same expression
+        text = texts.pop()
+        assert text is not None  # None was ruled out above
+        if not s.cost.pure:
+            reasons.append(f"the callee is not known to be pure ({s.cost.pure_reason})")
+        if any(self.mutated_at(f, x.call) for x in occ):
+            reasons.append("a use changes the value in place, and the uses would now share one object")
+        at_line = first.line
+        body = self.a.bodies.body(f)
+        nodes = [body.find(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ] if body else []
+        anchors: tuple[Span, ...] = ()
+        if body is None or not nodes or any(n is None for n in nodes):
+            if loop is not None:
+                return None
+            reasons.append(f"cachelint could not read `{f.name}` again to check what runs between the uses")
+        else:
+            hp = self._local_point(body, nodes, loop)
+            if hp is None:
+                return None  # the uses share no statement block: the codemod would not apply it
+            at_line = hp.line
+            if loop is not None:
+                head = _loop_head(body, loop)
+                if head is None:
+                    return None
+                anchors = head
+            if (hp.uncovered or hp.exit_line is not None) and not (s.cost.pure and s.cost.total):
+                parts = []
+                if hp.uncovered:
+                    parts.append("the first use runs " + "; and ".join(x.describe() for x in hp.uncovered))
+                if hp.exit_line is not None:
+                    parts.append(f"the statement at line {hp.exit_line} may leave the block before a later use runs")
+                why = "; ".join(parts)
+                reasons.append(
+                    f"no use runs on every path from line {hp.line}, where the local would be computed ({why}): "
+                    "the call would run where it did not"
+                )
+            self._check_between(s, occ, nodes, body, hp, reasons)
+        local = self._fresh_local(f, _base_name(first))
+        spans = tuple(Span(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ)
+        edits = tuple(Edit(sp, local) for sp in spans) + (
+            Edit(spans[0], f"{local} = {text}", kind=EditKind.INSERT_BEFORE, anchors=anchors + spans),
+        )
+        shown = text if len(text) < 60 else text[:57] + "..."
+        how = (
+            f"runs once per iteration of the loop at line {at_line}"
+            if loop is not None
+            else f"appears {len(occ)} times"
+        )
+        return Fix(
+            Applicability.UNSAFE if reasons else Applicability.SAFE,
+            edits,
+            message=f"Hoist to a local: `{shown}` {how} in `{f.name}`; compute `{local}` once before line {at_line}"
+            + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
+            relies_on=(f"callee: {s.cost.pure_reason}", f"uses: lines {', '.join(str(x.call.line) for x in occ)}"),
+        )
+
+    def _check_between(self, s: Site, occ: list, nodes: list, body, hp, reasons: list) -> None:
+        """Nothing between the hoisted statement and the last use (and, for a
+        use in a loop below it, anywhere in that loop) changes what the call
+        reads: its arguments and receiver (for a method of the tree, the
+        attributes it reads of its object), and the module state its body
+        reads. Changes are assignments, in-place method calls, ``del``, and
+        what the functions of the tree called there change."""
+        changed = self._first_change(s, occ, nodes, body, hp)
+        if changed is not None:
+            reasons.append(changed)
+            return
+        inputs = self._local_inputs(s)
+        if inputs:
+            self._check_unresolved_between(s.function, occ, hp, self._loops(body, nodes, hp), inputs, reasons)
+
+    @staticmethod
+    def _loops(body, nodes: list, hp) -> list:
+        loops: list = []
+        for n in nodes:
+            loops.extend(body.loops_around(n, below=hp.block))
+        return loops
+
+    def _first_change(self, s: Site, occ: list, nodes: list, body, hp) -> str | None:
+        """The first change (an effect of the function's code) to an input of
+        the call between the hoisted statement and the last use, or in a loop
+        that repeats a use: the message clause, or None."""
+        f = s.function
+        last = occ[-1].call
+        loops = self._loops(body, nodes, hp)
+        inputs = self._local_inputs(s)
+        if not inputs:
+            return None
+        for e in self.a.state.effects(f):
+            # from the hoisted statement to the last use's line: an assignment
+            # on a use's own line (`self.n = f(self.n)`) happens after the use
+            between = hp.line <= e.line <= last.end_line
+            looped = any(a <= e.line <= b for a, b in loops)
+            if not between and not looped:
+                continue
+            for v, shown in inputs:
+                if not related(e.value, v):
+                    continue
+                where = (
+                    f"`{e.text}` (line {e.line}{', in a loop that repeats a use' if looped and not between else ''})"
+                )
+                through = f" through `{e.via}`" if e.via else ""
+                changed = show(e.value)
+                what = f"`{shown}`" if changed == shown else f"`{changed}`{through}, and the call reads `{shown}`"
+                if changed != shown:
+                    through = ""
+                return f"{where} changes {what}{through} between the uses: one value for all of them would be stale"
+        return None
+
+    def _check_unresolved_between(self, f, occ: list, hp, loops: list, inputs: list, reasons: list) -> None:
+        """A call between the uses (or in a loop repeating one) that cachelint
+        cannot resolve to a function of the tree, and that receives an input
+        of the call or an object the input hangs off (as its receiver or an
+        argument), may change that input: nothing proves it does not."""
+        p, st = self.p, self.a.state
+        last = occ[-1].call
+        uses = {(x.call.line, x.call.column) for x in occ}
+        for c in f.calls:
+            if (c.line, c.column) in uses or c.in_handler:
+                continue
+            between = hp.line <= c.line <= last.end_line
+            if not between and not any(a <= c.line <= b for a, b in loops):
+                continue
+            if any(
+                x.call.line <= c.line <= x.call.end_line
+                and (c.line, c.column) >= (x.call.line, x.call.column)
+                and (c.end_line, c.end_column) <= (x.call.end_line, x.call.end_column)
+                for x in occ
+            ):
+                continue  # part of a use (its arguments are evaluated with it)
+            if resolve_call(p, f, c) is not None:
+                continue  # a function of the tree: the effects above follow it
+            callee = p.call_callee(f, c)
+            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                qn = callee[0].qualname
+                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
+                    continue
+            if self.a.cost.purity(p.callee_names(callee, dotted(c.func)), None).pure:
+                continue  # declared pure (catalog or configuration)
+            passed = [c.func[1]] if c.func[0] == "attr" else []
+            passed += [*c.args, *(v for _kw, v in c.kwargs)]
+            for part in passed:
+                v = st.value(f, part)
+                if v is None:
+                    continue
+                for iv, shown in inputs:
+                    if related(v, iv):
+                        reasons.append(
+                            f"`{render(c.func)}(...)` (line {c.line}) is a call cachelint cannot resolve, and it "
+                            f"receives `{render(part)}`: it may change `{shown}` between the uses"
+                        )
+                        return
+
+    def _local_inputs(self, s: Site) -> list[tuple[tuple, str]]:
+        """What the call at ``s`` reads, as canonical values with their text:
+        its arguments, its receiver (for a method or property of the tree, the
+        attributes its body reads of that object), and the module state the
+        callee's body reads."""
+        p, st = self.p, self.a.state
+        f, c = s.function, s.call
+        g = p.callee_function(s.callee) if s.callee is not None else None
+        out: list[tuple[tuple, str]] = []
+        func = c.func
+        receiver = func[1] if func[0] == "attr" else None
+        if receiver is not None:
+            rv = st.value(f, receiver)
+            if rv is not None and not (
+                len(rv) == 1
+                and isinstance(rv[0], GlobalRoot)
+                and (rv[0].qualname in p.modules or rv[0].qualname in p.classes)
+            ):
+                if g is not None and g.self_name:
+                    out.extend((rv + (a,), f"{render(receiver)}.{a}") for a in sorted(self._self_reads(g)))
+                else:
+                    out.append((rv, render(receiver)))
+        if not c.is_read:
+            for part in (*c.args, *(v for _kw, v in c.kwargs)):
+                v = st.value(f, part)
+                if v is not None:
+                    out.append((v, render(part)))
+        if g is not None:
+            out.extend((u.value, u.shown) for u in st.reads(g) if not u.environ)
+        return out
+
+    def _fresh_local(self, f: FunctionInfo, base: str) -> str:
+        p = self.p
+        ctx = p.context(f)
+        fi = p.modules_by_path.get(f.path)
+        taken = set(ctx.locals) | set(ctx.params) | _BUILTINS
+        if fi is not None:
+            taken |= set(fi.imports) | set(fi.defs) | set(fi.globals)
+        c = ctx.parent
+        while c is not None:
+            taken |= set(c.locals) | set(c.params)
+            c = c.parent
+        name, i = base, 2
+        while name in taken or not name.isidentifier():
+            name, i = f"{base}_{i}", i + 1
+        return name

@@ -1,0 +1,203 @@
+"""Memoize: ``@functools.cache`` on a module-level function of hashable,
+process-invariant parameters, or a module constant in compiled code.
+
+See :mod:`cachelint.fixes.hoisting.planner` for what makes it safe.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ...facts.cost import StateKind
+from ...facts.state import related
+from ...index.expr import dotted, render
+from ...index.records import FunctionInfo
+from ...model import Applicability, Edit, EditKind, Fix, Span
+from ...semantic.idioms import fills_once
+from .inputs import InputAnalysis
+from .site import (
+    _CONTEXT_KINDS,
+    _HASHABLE,
+    _IMMUTABLE,
+    CALLERS_FOLLOWED,
+    Site,
+    _annotation_ok,
+    _base_name,
+    _call_expr,
+    names_in,
+)
+
+
+class Memoizer(InputAnalysis):
+    """The memoize and module-constant fixes and their safety checks."""
+
+    # memoize --------------------------------------------------------------------------------
+    def _memoize(self, s: Site) -> Fix | None:
+        f = s.function
+        if f.class_qualname is not None or f.parent_function is not None:
+            return None
+        compiled = self.compiled().get(f.qualname)
+        if compiled is not None:
+            s.notes.append(
+                f"not memoized: `{f.name}` runs inside code compiled by torch.compile (from `{compiled}`), "
+                "where Dynamo does not trace through functools.cache; hoist the value to a module constant or an `__init__` attribute"
+            )
+            return None
+        if self.p.is_cached(f):
+            return None
+        memo = self._memoizing_decorator(f)
+        if memo is not None:
+            s.notes.append(
+                f"not memoized: `{f.name}` is already memoized by `@{memo}`, a caching decorator of the tree"
+            )
+            return None
+        context = self._mutable_context(s)
+        if context is not None:
+            s.notes.append(f"not memoized: the value of `{f.name}` depends on {context}")
+            return None
+        reasons: list[str] = []
+        if f.is_async:
+            return None
+        if self._is_generator(f):
+            return None
+        for prm in f.params:
+            if (
+                prm.kind in ("vararg", "kwarg")
+                or prm.annotation is None
+                or not _annotation_ok(prm.annotation, _HASHABLE)
+            ):
+                # a cache keyed on a tensor, a config object or an unknown value
+                # would be keyed on identity: wrong, not merely unproven
+                s.notes.append(
+                    f"not memoized: parameter `{prm.name}` of `{f.name}` is not annotated as a hashable, immutable value"
+                )
+                return None
+        dep = self.a.state.dependence(f)
+        if dep is not None and dep.state is not None and dep.state.kind is StateKind.ENVIRON:
+            s.notes.append(f"not memoized: the value of `{f.name}` depends on the environment ({dep.reason})")
+            return None
+        if f.returns_annotation is None:
+            reasons.append("the return value has no annotation; a cached mutable value would be shared by all callers")
+        elif not _annotation_ok(f.returns_annotation, _IMMUTABLE):
+            reasons.append(self._mutable_result(f))
+        purity = self.a.cost.purity([f.qualname], f)
+        pure, why = purity.pure, purity.reason
+        if not pure:
+            reasons.append(purity.detail())
+        if dep is not None:
+            reasons.append(f"{dep.reason}; a cached value would keep the answer of the first call")
+        target = f.qualname[len(f.module) + 1 :]
+        edits = (
+            Edit(Span(f.line, 0, f.line, 0), "functools.cache", kind=EditKind.ADD_DECORATOR, target=target),
+            Edit(Span(1, 0, 1, 0), "", kind=EditKind.ADD_IMPORT, target="functools"),
+        )
+        return Fix(
+            Applicability.UNSAFE if reasons else Applicability.SAFE,
+            edits,
+            message=f"Memoize `{f.name}` with `@functools.cache`"
+            + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
+            relies_on=(f"`{f.name}`: {why}",) if pure and dep is None else (),
+        )
+
+    def _memoizing_decorator(self, f: FunctionInfo) -> str | None:
+        """A decorator of ``f``, defined in the tree, whose wrapper fills a memo
+        (``if key not in results: results[key] = fn(...)``), as written."""
+        p = self.p
+        ctx = p.context(f)
+        for d in f.decorators:
+            d0 = d[1] if d[0] == "call" else d
+            callee = p.canon(d0, ctx)
+            g = p.callee_function(callee) if callee is not None else None
+            if g is None:
+                continue
+            for qn in g.nested.values():
+                w = p.functions.get(qn)
+                if w is not None and any(fills_once(w, c) for c in w.calls):
+                    return dotted(d0)
+        return None
+
+    def _mutable_result(self, f: FunctionInfo) -> str:
+        """Why a cached return value would be shared: its annotated type, and
+        a hot caller that changes it in place, if one does."""
+        body = self.a.bodies.body(f)
+        ann = body.node.returns if body is not None else None
+        if ann is not None:
+            shown = ast.unparse(ann)
+        else:
+            shown = render(f.returns_annotation) if f.returns_annotation is not None else "?"
+        out = f"it returns `{shown}`, a mutable value every caller would then share"
+        for g, c in self.hot.callers(f.qualname, CALLERS_FOLLOWED):
+            t = c.assigned_to
+            if t is None or t[0] != "name":
+                continue
+            for e in self.a.state.effects(g):
+                if e.line > c.line and e.text and self._names_local(g, e, t[1]):
+                    return out + f"; `{g.qualname}` changes it in place (line {e.line}: `{e.text}`)"
+        return out
+
+    def _names_local(self, g: FunctionInfo, e, name: str) -> bool:
+        """Effect ``e`` of ``g`` changes the value of its local ``name``."""
+        v = self.a.state.value(g, ("name", name))
+        return v is not None and related(e.value, v) and len(e.value) >= len(v)
+
+    def _mutable_context(self, s: Site) -> str | None:
+        """What mutable state the function's value follows, if the body shows it."""
+        f = s.function
+        if not s.cost.pure and s.cost.kind in _CONTEXT_KINDS:
+            return _CONTEXT_KINDS[s.cost.kind] + f" (`{dotted(s.call.func) or '...'}`)"
+        reads = self.a.cost.state_reads(f)
+        rebound = [r.name for r in reads if r.kind is StateKind.GLOBAL]
+        if rebound:
+            return "module globals it rebinds (`global " + ", ".join(rebound) + "`)"
+        for r in reads:
+            if r.kind is StateKind.CATALOGUED and r.what in _CONTEXT_KINDS:
+                return _CONTEXT_KINDS[r.what] + f" (`{r.name}`)"
+        return None
+
+    def _is_generator(self, f: FunctionInfo) -> bool:
+        t = self.text(f.path, f.line, 0, f.end_line, 10**6) or ""
+        return re.search(r"\byield\b", t) is not None
+
+    # module constant ------------------------------------------------------------------------
+    def _module_constant(self, s: Site) -> Fix | None:
+        """Inside compiled code: evaluate a call of constant inputs once, at import."""
+        p = self.p
+        f, c = s.function, s.call
+        if f.qualname not in self.compiled() or not s.cost.pure:
+            return None  # an impure call moved to import time would be a different program
+        ctx = p.context(f)
+        used: list[str] = []
+        names_in(_call_expr(c), used)
+        fi = p.modules_by_path.get(f.path)
+        if fi is None:
+            return None
+        for n in used:
+            if n == "?" or n in ctx.locals or n in ctx.params or p.resolve_name(fi.module, n) is None:
+                return None
+            if f.self_name and n == f.self_name:
+                return None
+        text = self.call_text(f, c)
+        if text is None:
+            return None
+        names = self._constants.setdefault(f.path, {})
+        name = names.get(text)
+        if name is None:
+            name = "_" + _base_name(c).upper()
+            taken = set(fi.imports) | set(fi.defs) | set(fi.globals) | set(names.values())
+            base, i = name, 2
+            while name in taken:
+                name, i = f"{base}_{i}", i + 1
+            names[text] = name
+        reasons = [
+            "the call moves to import time (it then runs once, when the module is imported, e.g. before devices are set up)"
+        ]
+        edits = (
+            Edit(Span(c.line, c.column, c.end_line, c.end_column), name),
+            Edit(Span(0, 0, 0, 0), f"{name} = {text}", kind=EditKind.APPEND_TO_FUNCTION, target="<module>"),
+        )
+        return Fix(
+            Applicability.UNSAFE,
+            edits,
+            message=f"Hoist to a module constant `{name}` (compiled code: no functools.cache) (unsafe: {'; '.join(reasons)})",
+        )
