@@ -29,6 +29,10 @@ from cachelint.config import load_config_file
 from .helpers import FIXTURES, run_cli
 from .vllm_source import vllm_source
 
+# programs from Python's grammar; built on first draw (building the parser takes
+# seconds, which collecting the tests should not pay in every worker)
+_GRAMMAR = st.deferred(hypothesmith.from_grammar)
+
 FUZZ = settings(
     max_examples=40,
     deadline=None,
@@ -86,7 +90,7 @@ def _fix_twice(program: str, *, before_use: bool) -> None:
 
 @pytest.mark.slow
 @FUZZ
-@given(program=hypothesmith.from_grammar(), before_use=st.booleans())
+@given(program=_GRAMMAR, before_use=st.booleans())
 def test_generated_programs_from_the_grammar(program, before_use):
     _fix_twice(program, before_use=before_use)
 
@@ -159,9 +163,7 @@ def test_vllm_tree(version, tmp_path):
     data=st.one_of(
         st.binary(max_size=400),
         st.text(max_size=400).map(lambda t: t.encode("utf-8", "surrogatepass")),
-        hypothesmith.from_grammar()
-        .map(lambda t: t.encode("utf-8"))
-        .flatmap(
+        _GRAMMAR.map(lambda t: t.encode("utf-8")).flatmap(
             # a valid program with a few bytes flipped, cut or inserted
             lambda b: st.tuples(st.just(b), st.integers(0, max(len(b), 1)), st.binary(max_size=3)).map(
                 lambda x: x[0][: x[1]] + x[2] + x[0][x[1] + 1 :]
