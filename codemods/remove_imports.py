@@ -97,8 +97,9 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
     """
 
     CONTEXT_KEY = "cachelint.codemods.RemoveImportsIfUnused"
-    # GatherUnusedImportsVisitor's other dependencies are resolved on demand
-    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (ScopeProvider,)
+    # ScopeProvider (and GatherUnusedImportsVisitor's other dependencies) are
+    # resolved on demand: most requests are decided from the text (_by_text)
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = ()
 
     @staticmethod
     def schedule(context: CodemodContext, node: cst.CSTNode, name: str) -> None:
@@ -129,13 +130,59 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
     def visit_Module(self, node: cst.Module) -> bool:
         if not self._requests:
             return False
-        scopes = self.metadata[ScopeProvider]
+        doomed = self._by_text(node)
+        self._doomed = doomed if doomed is not None else self._by_scope(node)
+        if not self._doomed:
+            return False
+        self._carry.append([])
+        return True
+
+    def _by_text(self, module: cst.Module) -> set[cst.ImportAlias] | None:
+        """The doomed aliases without scope analysis, or None when the text
+        cannot decide: every requested name is bound by exactly one alias of
+        the module's top-level imports and occurs in the module's text only
+        inside that import statement. Then that alias is the binding every
+        scope of the module sees, and nothing uses it: what scope analysis
+        would decide too, at the cost of a regular expression per name."""
+        bindings: dict[str, list[tuple[cst.ImportAlias, _AnyImport]]] = {}
+        for line in module.body:
+            if not isinstance(line, cst.SimpleStatementLine):
+                continue
+            for small in line.body:
+                if not isinstance(small, (cst.Import, cst.ImportFrom)) or isinstance(small.names, cst.ImportStar):
+                    continue
+                for alias in small.names:
+                    bindings.setdefault(_local_name(alias), []).append((alias, small))
+        code = module.code
+        doomed: set[cst.ImportAlias] = set()
+        for _where, name in self._requests:
+            found = [(a, st) for a, st in bindings.get(name.split(".", 1)[0], ()) if _binds(a, name)]
+            if len(found) != 1 or len(bindings[name.split(".", 1)[0]]) != 1:
+                return None
+            alias, stmt = found[0]
+            if _is_future_import(stmt):
+                return None
+            names = {_local_name(alias)}
+            if alias.asname is None:
+                names.add(alias.evaluated_name)
+            stmt_code = module.code_for_node(stmt)
+            for n in names:
+                pattern = rf"(?<![\w.]){re.escape(n)}(?!\w)"
+                if len(re.findall(pattern, code)) > len(re.findall(pattern, stmt_code)):
+                    return None
+            doomed.add(alias)
+        return doomed
+
+    def _by_scope(self, node: cst.Module) -> set[cst.ImportAlias]:
+        wrapper = self.context.wrapper
+        assert wrapper is not None
+        scopes = wrapper.resolve(ScopeProvider)
         candidates: dict[cst.ImportAlias, _AnyImport] = {}
         for where, name in self._requests:
             scope = scopes.get(where)
             if scope is None:
                 continue
-            for assignment in scope[name]:  # type: ignore[index]  # libcst types the metadata values `object`
+            for assignment in scope[name]:
                 stmt = getattr(assignment, "node", None)
                 if not isinstance(assignment, ImportAssignment) or not isinstance(stmt, (cst.Import, cst.ImportFrom)):
                     continue
@@ -144,12 +191,7 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
                 for alias in stmt.names:
                     if _binds(alias, name):
                         candidates[alias] = stmt
-        if candidates:
-            self._doomed = self._unused(node, candidates)
-        if not self._doomed:
-            return False
-        self._carry.append([])
-        return True
+        return self._unused(node, candidates) if candidates else set()
 
     def _unused(self, module: cst.Module, candidates: dict[cst.ImportAlias, _AnyImport]) -> set[cst.ImportAlias]:
         """The candidates nothing in ``module`` uses.

@@ -210,6 +210,30 @@ def test_import_removed_when_last_use_goes():
     )
 
 
+def test_unused_top_level_import_is_decided_without_scope_analysis(monkeypatch):
+    """A requested name that one top-level import binds and nothing else in the
+    module's text mentions goes without scope analysis (several walks of the
+    whole module, the larger part of a fix of a large file)."""
+    from libcst.metadata import MetadataWrapper, ScopeProvider
+
+    resolve_many = MetadataWrapper.resolve_many
+
+    def no_scopes(self, providers):
+        assert ScopeProvider not in providers, "scope analysis ran"
+        return resolve_many(self, providers)
+
+    monkeypatch.setattr(MetadataWrapper, "resolve_many", no_scopes)
+    src = "import os\nfrom vllm.multimodal import MULTIMODAL_REGISTRY\n\nx = MULTIMODAL_REGISTRY.get_max_tokens(cfg)\n"
+    res = apply_edits(
+        src, [edit(src, "MULTIMODAL_REGISTRY.get_max_tokens(cfg)", "cfg.max_tokens", "MULTIMODAL_REGISTRY")]
+    )
+    assert res.code == "import os\n\nx = cfg.max_tokens\n"
+    # a name the text mentions elsewhere (here a second, function-local import) needs the scopes
+    src = "from m import R\n\n\ndef f():\n    from m import R\n    return R.f()\n"
+    with pytest.raises(FixError, match="scope analysis ran"):
+        apply_edits(src, [edit(src, "R.f()", "1", "R")])
+
+
 def test_import_kept_when_another_use_remains():
     src = dedent(
         """
