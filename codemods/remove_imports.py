@@ -43,6 +43,21 @@ def _binds(alias: cst.ImportAlias, name: str) -> bool:
     return name == full or name == full.split(".", 1)[0] or full.startswith(name + ".")
 
 
+def _mentioned_only_in(alias: cst.ImportAlias, stmt: _AnyImport, module: cst.Module, code: str) -> bool:
+    """The names ``alias`` binds occur in ``code`` (the module's text) only
+    inside its import statement ``stmt``: nothing can use them, not even a
+    string annotation or ``__all__``."""
+    names = {_local_name(alias)}
+    if alias.asname is None:
+        names.add(alias.evaluated_name)
+    stmt_code = module.code_for_node(stmt)
+    for n in names:
+        pattern = rf"(?<![\w.]){re.escape(n)}(?!\w)"
+        if len(re.findall(pattern, code)) > len(re.findall(pattern, stmt_code)):
+            return False
+    return True
+
+
 def _is_future_import(stmt: _AnyImport) -> bool:
     return (
         isinstance(stmt, cst.ImportFrom)
@@ -130,14 +145,15 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
     def visit_Module(self, node: cst.Module) -> bool:
         if not self._requests:
             return False
-        doomed = self._by_text(node)
-        self._doomed = doomed if doomed is not None else self._by_scope(node)
+        code = node.code
+        doomed = self._by_text(node, code)
+        self._doomed = doomed if doomed is not None else self._by_scope(node, code)
         if not self._doomed:
             return False
         self._carry.append([])
         return True
 
-    def _by_text(self, module: cst.Module) -> set[cst.ImportAlias] | None:
+    def _by_text(self, module: cst.Module, code: str) -> set[cst.ImportAlias] | None:
         """The doomed aliases without scope analysis, or None when the text
         cannot decide: every requested name is bound by exactly one alias of
         the module's top-level imports and occurs in the module's text only
@@ -153,27 +169,18 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
                     continue
                 for alias in small.names:
                     bindings.setdefault(_local_name(alias), []).append((alias, small))
-        code = module.code
         doomed: set[cst.ImportAlias] = set()
         for _where, name in self._requests:
-            found = [(a, st) for a, st in bindings.get(name.split(".", 1)[0], ()) if _binds(a, name)]
-            if len(found) != 1 or len(bindings[name.split(".", 1)[0]]) != 1:
+            bound = bindings.get(name.split(".", 1)[0], [])
+            if len(bound) != 1 or not _binds(bound[0][0], name):
                 return None
-            alias, stmt = found[0]
-            if _is_future_import(stmt):
+            alias, stmt = bound[0]
+            if _is_future_import(stmt) or not _mentioned_only_in(alias, stmt, module, code):
                 return None
-            names = {_local_name(alias)}
-            if alias.asname is None:
-                names.add(alias.evaluated_name)
-            stmt_code = module.code_for_node(stmt)
-            for n in names:
-                pattern = rf"(?<![\w.]){re.escape(n)}(?!\w)"
-                if len(re.findall(pattern, code)) > len(re.findall(pattern, stmt_code)):
-                    return None
             doomed.add(alias)
         return doomed
 
-    def _by_scope(self, node: cst.Module) -> set[cst.ImportAlias]:
+    def _by_scope(self, node: cst.Module, code: str) -> set[cst.ImportAlias]:
         wrapper = self.context.wrapper
         assert wrapper is not None
         scopes = wrapper.resolve(ScopeProvider)
@@ -191,9 +198,11 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
                 for alias in stmt.names:
                     if _binds(alias, name):
                         candidates[alias] = stmt
-        return self._unused(node, candidates) if candidates else set()
+        return self._unused(node, code, candidates) if candidates else set()
 
-    def _unused(self, module: cst.Module, candidates: dict[cst.ImportAlias, _AnyImport]) -> set[cst.ImportAlias]:
+    def _unused(
+        self, module: cst.Module, code: str, candidates: dict[cst.ImportAlias, _AnyImport]
+    ) -> set[cst.ImportAlias]:
         """The candidates nothing in ``module`` uses.
 
         Fast path: a candidate whose bound names occur nowhere in the module's
@@ -203,19 +212,10 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
         annotations), which is computed only if needed -- it costs several full
         walks of the module.
         """
-        code = module.code
         unused: set[cst.ImportAlias] = set()
         undecided: dict[cst.ImportAlias, _AnyImport] = {}
         for alias, stmt in candidates.items():
-            names = {_local_name(alias)}
-            if alias.asname is None:
-                names.add(alias.evaluated_name)
-            stmt_code = module.code_for_node(stmt)
-            if all(
-                len(re.findall(rf"(?<![\w.]){re.escape(n)}(?!\w)", code))
-                <= len(re.findall(rf"(?<![\w.]){re.escape(n)}(?!\w)", stmt_code))
-                for n in names
-            ):
+            if _mentioned_only_in(alias, stmt, module, code):
                 unused.add(alias)
             else:
                 undecided[alias] = stmt

@@ -75,8 +75,6 @@ _SCAN_KEYS = _SETATTR_NAMES | _DUNDER_SETATTR | _DICT_METHODS | IN_PLACE_METHODS
 # types that say nothing about the object: as good as no annotation
 _ANY_TYPES = frozenset({"typing.Any", "typing_extensions.Any", "builtins.object", "object"})
 
-# calls whose result is a copy of their first argument (same class)
-
 # what possible_types says of a class object, a module or a function: the
 # instance attributes a fill stores are not theirs to rebind
 NOT_AN_INSTANCE = "<not an instance>"
