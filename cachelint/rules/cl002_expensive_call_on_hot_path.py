@@ -138,7 +138,11 @@ class ExpensiveCallOnHotPath(Rule):
       construction, never reassigned (in the class, its bases or its
       subclasses) and never changed in place outside a constructor
       (``self.table.append(...)``, ``self.table[k] = v`` in any method,
-      including a loop around the call); the call runs unconditionally in
+      including a loop around the call); an input the callee reads as a
+      whole object is not one the constructor was handed (a parameter, or
+      another object's attribute) of a type that may change in place (a
+      ``list``, a ``dict``, a type cachelint cannot resolve): whoever else
+      holds it may change it; the call runs unconditionally in
       its method (not in an ``if`` branch, past an early ``return``, on the
       right of ``and``/``or``, in a ``try`` whose handler catches its
       errors; an ``assert`` is no condition), unless the catalog declares it
@@ -165,7 +169,13 @@ class ExpensiveCallOnHotPath(Rule):
       body reads. Changes are assignments (``budget.used += n``), in-place
       calls (``seq.append(tok)``, ``opts.update(...)``), and what the
       functions of the tree called there change (``apply_defaults(params)``,
-      ``kv.grow(n)``, ``with graph_capture():``).
+      ``kv.grow(n)``, ``with graph_capture():``). A call there that
+      cachelint cannot resolve (a callback, a method of an object of unknown
+      type) may change any input it can reach, so it makes the hoist unsafe
+      unless every input is sealed: a constant, or a parameter annotated
+      with an immutable type. ``print`` and the methods of a list, dict or
+      string that every binding of its variable builds change only what
+      they are given.
     - Both hoists are unsafe when a use changes the value in place
       (``x.append(...)``, ``x[k] = v``, ``x += ...``): the uses, or the
       runs, would then share one object where each had a fresh one.
@@ -187,9 +197,10 @@ class ExpensiveCallOnHotPath(Rule):
       module ``__getattr__`` such as vLLM's ``envs``; the filesystem; the
       current device or stream; a forward context): the message says which.
 
-    What cachelint cannot resolve (a call on an object of unknown type, a
-    ``setattr`` with a computed name) is not seen to change anything; the
-    analysis follows calls :data:`~cachelint.facts.cost.MAX_DEPTH` deep.
+    Outside a hoist to a local, what cachelint cannot resolve (a call on an
+    object of unknown type, a ``setattr`` with a computed name) is not seen
+    to change anything; the analysis follows calls
+    :data:`~cachelint.facts.cost.MAX_DEPTH` deep.
     ``docs/fix-safety-audit.md`` lists the safe fixes on real trees, each
     read by hand.
 

@@ -114,8 +114,11 @@ class RepeatedCall(Rule):
     reason), a use runs on every path from where the local goes (a loop
     may run zero times, so a hoist out of a loop is unsafe unless the
     catalog declares the callee ``total``), nothing between the uses (or in
-    the loop) changes what the call reads, no unresolved call there
-    receives one of its inputs, and no use changes the value in place.
+    the loop) changes what the call reads, no call there that cachelint
+    cannot resolve receives one of its inputs, and, when such a call runs
+    there at all, every input is a constant or a parameter annotated with
+    an immutable type (the call may reach any other input through the
+    objects it holds), and no use changes the value in place.
     The unsafe reasons name the unproven thing.
 
     ## Fix availability
@@ -494,6 +497,31 @@ class Runner:
             expect=(("example.py", 11),),
             applicability=("unsafe",),
             message_contains=("`batch.extend_ids(...)` (line 12) is a call cachelint cannot resolve",),
+            hot_roots=_ROOTS,
+        ),
+        # an unresolved callback between the uses receives nothing the call
+        # reads, but it may hold the list: unsafe, naming the call and the input
+        Example(
+            """
+def checksum(ids: list) -> int:
+    total = 0
+    for i in ids:
+        total = (total * 31 + i) % 1000003
+    return total
+
+
+class Runner:
+    def __init__(self, ids: list):
+        self.ids = ids
+
+    def execute_model(self, on_step):
+        key = checksum(self.ids)
+        on_step()
+        return key, checksum(self.ids) % 7
+""",
+            expect=(("example.py", 13),),
+            applicability=("unsafe",),
+            message_contains=("`on_step(...)` (line 14) is a call cachelint cannot resolve: it may reach `self.ids`",),
             hot_roots=_ROOTS,
         ),
         # a loop-invariant call: once per iteration of the loop; unsafe to move

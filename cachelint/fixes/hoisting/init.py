@@ -13,12 +13,15 @@ from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
 from ...semantic.callgraph import resolve_call
 from ...semantic.program import CONSTRUCTORS
-from ...semantic.values import GlobalRoot
+from ...semantic.values import ConstRoot, GlobalRoot
 from .inputs import InputAnalysis
 from .site import (
+    _IMMUTABLE,
     Site,
+    _annotation_ok,
     _attr_chains,
     _base_name,
+    _builtin_container,
     _call_expr,
     _calls_super_init,
     _class_level,
@@ -83,6 +86,7 @@ class InitHoists(InputAnalysis):
         self._check_module_inputs(s, reasons)
         self._check_callee_reads(s, reasons)
         self._check_constructed(s, cls, reasons)
+        self._check_shared_inputs(s, cls, reasons)
         self._check_callee_state(s, reasons, "computed once at construction, the value would not follow it")
         if self.mutated_at(f, c):
             reasons.append("this use changes the value in place, and every run would now share one object")
@@ -168,6 +172,63 @@ class InitHoists(InputAnalysis):
             relies.append(
                 "inputs: " + ", ".join(f"`self.{'.'.join(ch)}`" for ch in sorted(seen)) + " bound once at construction"
             )
+
+    def _check_shared_inputs(self, s: Site, cls: str, reasons: list) -> None:
+        """An input ``self.a`` the callee reads as a whole object (an argument,
+        or the receiver of a method cachelint cannot see into) that the
+        constructor binds to an object made elsewhere (a parameter, another
+        object's attribute) of a type that may change in place (a list, a
+        dict, a type cachelint cannot resolve): whoever else holds that
+        object may change it, and no statement of the tree shows that."""
+        p, f, c = self.p, s.function, s.call
+        parts = [] if c.is_read else [*c.args, *(v for _kw, v in c.kwargs)]
+        if c.func[0] == "attr" and (s.callee is None or p.callee_function(s.callee) is None):
+            parts.append(c.func[1])
+        for part in parts:
+            bits = (dotted(part) or "").split(".")
+            if len(bits) != 2 or bits[0] != f.self_name or p.lookup_method(cls, bits[1]) is not None:
+                continue
+            for w, a in p.self_attr_writers(cls, bits[1]):
+                if w.name not in CONSTRUCTORS:
+                    continue  # reported as another writer
+                origin = self._shared_origin(w, a.value)
+                if origin is not None:
+                    reasons.append(
+                        f"`{render(part)}` holds {origin}, which code holding the same object may change in place "
+                        "(no statement of the tree shows it); computed once at construction, the value would not follow"
+                    )
+                    return
+
+    def _shared_origin(self, init: FunctionInfo, e) -> str | None:
+        """What the object ``e`` (bound in ``init``) is, when it may be shared
+        and changed in place through another reference; None when it is
+        fresh, a constant, of an immutable type, or of a class of the tree
+        (whose attribute writes are followed wherever they are)."""
+        p = self.p
+        if _builtin_container(e):
+            return None
+        if e[0] == "call":
+            callee = p.canon(e[1], p.context(init))
+            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                if callee[0].qualname in p.classes:
+                    return None  # a new object of a class of the tree
+        short = init.qualname[len(init.module) + 1 :]
+        param = next((q for q in init.params if e == ("name", q.name)), None)
+        if param is not None and e[1] not in p.context(init).locals:
+            if _annotation_ok(param.annotation, _IMMUTABLE):
+                return None
+            t = p.resolve_annotation(param.annotation, init.module) if param.annotation is not None else None
+            if t is not None and t in p.classes:
+                return None
+            kind = f"a `{render(param.annotation)}`" if param.annotation is not None else "not annotated"
+            return f"the object passed as parameter `{param.name}` of `{short}` ({kind})"
+        v = p.canon(e, p.context(init))
+        if v is not None and len(v) == 1 and isinstance(v[0], ConstRoot):
+            return None
+        t = p.type_of(v) if v is not None else None
+        if t is not None and t in p.classes:
+            return None
+        return f"`{render(e)}`, an object `{short}` did not make, of a type cachelint cannot show immutable"
 
     def _check_conditions(self, s: Site, reasons: list) -> None:
         """The call runs only under conditions of its function (an ``if``

@@ -15,16 +15,24 @@ from ...index.expr import dotted, render
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
 from ...semantic.callgraph import resolve_call
-from ...semantic.values import GlobalRoot
+from ...semantic.values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot
 from .init import InitHoists
 from .site import (
     _BUILTINS,
+    _IMMUTABLE,
     Site,
+    _annotation_ok,
     _base_name,
+    _builtin_container,
     _call_expr,
     _loop_head,
     names_in,
 )
+
+# calls whose only effects are on the objects they are given
+_RECEIVES_ONLY = frozenset({"builtins.print"})
+# builtins whose result is an immutable value (a local bound to one is sealed)
+_IMMUTABLE_RESULTS = frozenset({"int", "float", "bool", "str", "bytes", "complex", "len", "repr", "hash", "abs"})
 
 
 class LocalHoists(InitHoists):
@@ -208,12 +216,18 @@ class LocalHoists(InitHoists):
 
     def _check_unresolved_between(self, f, occ: list, hp, loops: list, inputs: list, reasons: list) -> None:
         """A call between the uses (or in a loop repeating one) that cachelint
-        cannot resolve to a function of the tree, and that receives an input
-        of the call or an object the input hangs off (as its receiver or an
-        argument), may change that input: nothing proves it does not."""
+        cannot resolve to a function of the tree may change an input of the
+        call: nothing proves it does not. One that receives an input, or an
+        object the input hangs off (as its receiver or an argument), is named
+        with it; one that receives none of them may still reach the input
+        (a callback holding the object, module state), unless every input is
+        sealed: a constant, or a parameter or local of an immutable type,
+        which no call can rebind or change."""
         p, st = self.p, self.a.state
         last = occ[-1].call
         uses = {(x.call.line, x.call.column) for x in occ}
+        unsealed = [shown for iv, shown in inputs if not self._sealed(iv)]
+        first_unresolved = None
         for c in f.calls:
             if (c.line, c.column) in uses or c.in_handler:
                 continue
@@ -243,12 +257,69 @@ class LocalHoists(InitHoists):
                 if v is None:
                     continue
                 for iv, shown in inputs:
-                    if related(v, iv):
+                    if related(v, iv) and not self._sealed(iv):
                         reasons.append(
                             f"`{render(c.func)}(...)` (line {c.line}) is a call cachelint cannot resolve, and it "
                             f"receives `{render(part)}`: it may change `{shown}` between the uses"
                         )
                         return
+            if first_unresolved is None and not self._reaches_only_what_it_receives(f, c, callee):
+                first_unresolved = c
+        if first_unresolved is not None and unsealed and not reasons:
+            c = first_unresolved
+            reasons.append(
+                f"`{render(c.func)}(...)` (line {c.line}) is a call cachelint cannot resolve: it may reach "
+                f"`{unsealed[0]}` (through an object it holds or module state) and change it between the uses"
+            )
+
+    def _reaches_only_what_it_receives(self, f: FunctionInfo, c, callee) -> bool:
+        """The call's only effects are on the objects it is given: ``print``,
+        or a method of a builtin list, dict or string held by a local or an
+        attribute of ``self`` that every binding makes one (``out = []``,
+        ``ids = sorted(xs)``, ``self.lens = []``)."""
+        if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+            return callee[0].qualname in _RECEIVES_ONLY
+        if c.func[0] != "attr":
+            return False
+        recv = c.func[1]
+        if recv[0] == "name":
+            binds = [a.value for a in self.p.context(f).locals.get(recv[1]) or []]
+        elif recv[0] == "attr" and recv[1] == ("name", f.self_name):
+            # ``self.lens.append(n)``: every binding of the attribute makes a builtin
+            # container (in the class's family, and through any receiver but another class's ``self``)
+            family = {*self.p.mro(f.class_qualname or ""), *self.p.subclasses(f.class_qualname or "")}
+            binds = [
+                a.value
+                for w, a in self.p.writers(recv[2])
+                if w.class_qualname in family or a.target[1] != ("name", w.self_name)
+            ]
+        else:
+            return False
+        return bool(binds) and all(_builtin_container(b) for b in binds)
+
+    def _sealed(self, v: tuple) -> bool:
+        """No call can change what ``v`` reads: a constant, a parameter
+        annotated with an immutable type, or an immutable builtin's result
+        of sealed arguments, read as a whole (not an attribute of it)."""
+        if v is None or len(v) != 1:
+            return False
+        root = v[0]
+        if isinstance(root, ConstRoot):
+            return True
+        if isinstance(root, ParamRoot):
+            fn = self.p.functions.get(root.function)
+            ann = next((q.annotation for q in fn.params if q.name == root.name), None) if fn is not None else None
+            return _annotation_ok(ann, _IMMUTABLE)
+        if isinstance(root, CallRoot):
+            callee = root.callee
+            return (
+                len(callee) == 1
+                and isinstance(callee[0], GlobalRoot)
+                and callee[0].qualname.startswith("builtins.")
+                and callee[0].qualname[9:] in _IMMUTABLE_RESULTS
+                and all(self._sealed(a.value if isinstance(a, KwArg) else a) for a in root.args)
+            )
+        return False
 
     def _local_inputs(self, s: Site) -> list[tuple[tuple, str]]:
         """What the call at ``s`` reads, as canonical values with their text:

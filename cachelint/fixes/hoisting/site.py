@@ -216,6 +216,20 @@ def _common_prefix(guards: list) -> tuple:
     return tuple(out)
 
 
+_CONTAINER_BUILDERS = frozenset({"list", "dict", "set", "sorted", "str", "bytearray", "tuple", "frozenset"})
+
+
+def _builtin_container(e) -> bool:
+    """``e`` (an indexed expression) builds a new builtin container: a list,
+    dict or tuple display, a constant, or a call of ``list``, ``dict``,
+    ``sorted``..."""
+    if e is None:
+        return False
+    if e[0] in ("list", "dict", "tuple", "const"):
+        return True
+    return e[0] == "call" and e[1][0] == "name" and e[1][1] in _CONTAINER_BUILDERS
+
+
 def _annotation_ok(ann, allowed: frozenset) -> bool:
     """Every name in the annotation is a hashable immutable type (``tuple[int, ...]`` too)."""
     if ann is None:
