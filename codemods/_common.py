@@ -3,12 +3,17 @@ source span, validating rewritten code, and parenthesising replacements."""
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import libcst as cst
 from libcst.metadata import (
+    CodePosition,
+    CodeRange,
     MetadataWrapper,
+    PositionProvider,
 )
 
 from cachelint.model import Edit, Span
@@ -83,14 +88,109 @@ def _is_name_slot(parent: cst.CSTNode | None, node: cst.CSTNode) -> bool:
     )
 
 
+class _Collector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.nodes.append(node)
+        return True
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    return min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+
+
+def _statement_at(body: Sequence[cst.BaseStatement], nodes: list[ast.stmt], line: int) -> tuple | None:
+    """The statement of ``body`` (a block of the CST; ``nodes``, the same
+    block in Python's ``ast``) holding ``line``, going down into class bodies:
+    ``(statement, its first ast statement, the enclosing ClassDefs outermost
+    first)``, or None when the two trees do not line up."""
+    j = 0
+    for stmt in body:
+        k = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+        group = nodes[j : j + k]
+        j += k
+        if len(group) != k:
+            return None
+        if not min(_first_line(a) for a in group) <= line <= max(a.end_lineno or a.lineno for a in group):
+            continue
+        first = group[0]
+        if (
+            isinstance(stmt, cst.ClassDef)
+            and isinstance(first, ast.ClassDef)
+            and isinstance(stmt.body, cst.IndentedBlock)
+            and first.body
+            and line >= _first_line(first.body[0])
+        ):
+            inner = _statement_at(stmt.body.body, first.body, line)
+            if inner is None:
+                return None
+            return inner[0], inner[1], (stmt, *inner[2])
+        return stmt, first, ()
+    return None
+
+
+def partial_positions(
+    tree: cst.Module, source: str, lines: Iterable[int]
+) -> tuple[dict[cst.CSTNode, CodeRange], set[cst.CSTNode]] | None:
+    """``PositionProvider`` ranges for the statements of ``tree`` (parsed
+    from ``source``) that hold ``lines``, and the statements enclosing them:
+    the top-level statement, or the method when it is inside a class. Each
+    statement's positions come from a module holding it alone (inside copies
+    of its classes, so that columns stay the same), shifted to its line in
+    ``source`` as Python's ``ast`` gives it; the cost follows the size of
+    those statements, not of the module. None when the trees do not line up
+    (the caller then computes positions for the whole module)."""
+    try:
+        mod = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    positions: dict[cst.CSTNode, CodeRange] = {}
+    enclosing: set[cst.CSTNode] = {tree}
+    done: set[cst.CSTNode] = set()
+    for line in sorted(set(lines)):
+        found = _statement_at(tree.body, mod.body, line)
+        if found is None:
+            return None
+        stmt, first, classes = found
+        if stmt in done:
+            continue
+        done.add(stmt)
+        node: cst.CSTNode = stmt
+        for cls in reversed(classes):
+            node = cls.with_changes(body=cls.body.with_changes(body=[node]))
+        mini = tree.with_changes(body=[node], header=(), footer=())
+        pos = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider)
+        anchor = stmt.name if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else stmt
+        at = pos.get(anchor)
+        if at is None:
+            return None
+        shift = first.lineno - at.start.line
+        collect = _Collector()
+        stmt.visit(collect)
+        for n in collect.nodes:
+            r = pos.get(n)
+            if r is not None:
+                positions[n] = CodeRange(
+                    CodePosition(r.start.line + shift, r.start.column),
+                    CodePosition(r.end.line + shift, r.end.column),
+                )
+        enclosing.update(classes)
+    return positions, enclosing
+
+
 class _Locator(cst.CSTVisitor):
     """Pre-order walk finding, for each wanted range, the outermost expression
     whose PositionProvider range it is, and the ancestors of every such node."""
 
-    def __init__(self, positions: Any, wanted: set[_Key]) -> None:
+    def __init__(self, positions: Any, wanted: set[_Key], enclosing: set[cst.CSTNode] | None = None) -> None:
         super().__init__()
         self.positions = positions
         self.wanted = wanted
+        # with positions for some statements only: the nodes enclosing them
+        self.enclosing = enclosing
         self.found: dict[_Key, cst.BaseExpression] = {}
         self.ancestors: dict[cst.BaseExpression, tuple[cst.CSTNode, ...]] = {}
         self._stack: list[cst.CSTNode] = []
@@ -100,6 +200,13 @@ class _Locator(cst.CSTVisitor):
             return False
         if isinstance(node, (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
             return False  # names in there are not expressions to replace
+        if (
+            self.enclosing is not None
+            and isinstance(node, cst.BaseStatement)
+            and node not in self.positions
+            and node not in self.enclosing
+        ):
+            return False  # a statement holding none of the wanted lines
         if isinstance(node, (cst.BaseExpression, cst.SimpleStatementLine)):
             rng = self.positions.get(node)
             if rng is not None:

@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
 from cachelint.model import Edit, EditKind
 from codemods._common import FixError, _Locator, _span_key
@@ -59,8 +58,9 @@ class _FunctionFinder(cst.CSTVisitor):
             self._names.append(node.name.value)
             qn = ".".join(self._names)
             if isinstance(node, cst.FunctionDef) and qn in self.wanted:
-                line = self.positions[node.name].start.line
-                self.found.setdefault(qn, []).append((node, line, tuple(self._stack)))
+                at = self.positions.get(node.name)
+                if at is not None:  # None: outside the statements positions were computed for
+                    self.found.setdefault(qn, []).append((node, at.start.line, tuple(self._stack)))
             if isinstance(node, cst.FunctionDef):
                 self._names.append("<locals>")
         self._stack.append(node)
@@ -111,6 +111,8 @@ class HoistCommand(ReplaceExpressionsCommand):
         if not edits:
             return tree
         self._inserts = {}
+        self._pos = None
+        self._positions(tree, edits)
         self._match(tree, edits)
         if not self._targets and not self._inserts:
             return tree
@@ -118,7 +120,7 @@ class HoistCommand(ReplaceExpressionsCommand):
         try:
             return tree.visit(self)
         finally:
-            self._targets, self._ancestors, self._stack, self._inserts = {}, set(), [], {}
+            self._targets, self._ancestors, self._stack, self._inserts, self._pos = {}, set(), [], {}, None
 
     def _match(self, tree: cst.Module, edits: Sequence[Edit]) -> None:
         replaces = [e for e in edits if e.kind not in _STATEMENT_KINDS]
@@ -128,7 +130,7 @@ class HoistCommand(ReplaceExpressionsCommand):
             self._match_statements(tree, statements)
 
     def _match_statements(self, tree: cst.Module, edits: Sequence[Edit]) -> None:
-        positions = self.metadata[PositionProvider]
+        positions, enclosing = self._positions(tree, edits)
         filename = self.context.filename or "<string>"
         appends = [e for e in edits if e.kind is EditKind.APPEND_TO_FUNCTION]
         befores = [e for e in edits if e.kind is EditKind.INSERT_BEFORE]
@@ -155,7 +157,7 @@ class HoistCommand(ReplaceExpressionsCommand):
                 self.applied.append(e)
         if befores:
             wanted = {_span_key(a) for e in befores for a in e.anchors}
-            locator = _Locator(positions, wanted)
+            locator = _Locator(positions, wanted, enclosing)
             tree.visit(locator)
             for e in befores:
                 nodes = [locator.found.get(_span_key(a)) for a in e.anchors]

@@ -4,6 +4,7 @@ relative and function-local imports work and same-named imports elsewhere stay."
 from __future__ import annotations
 
 import re
+import symtable
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -58,6 +59,43 @@ def _mentioned_only_in(alias: cst.ImportAlias, stmt: _AnyImport, module: cst.Mod
     return True
 
 
+def _used_at_module_level(code: str, names: set[str]) -> bool:
+    """Every name of ``names`` is bound in ``code`` by a module-level import
+    and nothing else (no other scope binds it, no module-level assignment,
+    ``def`` or ``class``), and some scope reads it as that global: the import
+    is used, and stays. Python's own symbol tables decide, at a fraction of
+    the cost of LibCST's scope analysis; False when they cannot say (the
+    name may be unused, or bound more than once)."""
+    try:
+        top = symtable.symtable(code, "<module>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    read: set[str] = set()
+    for n in names:
+        try:
+            sym = top.lookup(n)
+        except KeyError:
+            return False
+        if not sym.is_imported() or sym.is_assigned():
+            return False
+        if sym.is_referenced():
+            read.add(n)
+    stack = list(top.get_children())
+    while stack:
+        t = stack.pop()
+        stack.extend(t.get_children())
+        for n in names:
+            try:
+                sym = t.lookup(n)
+            except KeyError:
+                continue
+            if sym.is_local() or sym.is_imported() or sym.is_parameter():
+                return False  # another binding of the name: which one a request means is for the scopes
+            if sym.is_referenced() and sym.is_global():
+                read.add(n)
+    return read == names
+
+
 def _is_future_import(stmt: _AnyImport) -> bool:
     return (
         isinstance(stmt, cst.ImportFrom)
@@ -104,7 +142,8 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
     alias is removed only if it is unused in that module: LibCST's
     ``GatherUnusedImportsVisitor`` (scope analysis, ``__all__``, names in string
     annotations) decides, unless the bound name does not even occur in the
-    module's text outside its import statement. ``from __future__`` imports and
+    module's text outside its import statement (removed), or Python's symbol
+    tables show that some scope reads the module-level import (kept). ``from __future__`` imports and
     star imports are never removed, nor is any import not scheduled.
 
     When a whole import line goes, comment lines above it move to the next
@@ -147,6 +186,8 @@ class RemoveImportsIfUnused(ContextAwareTransformer):
             return False
         code = node.code
         doomed = self._by_text(node, code)
+        if doomed is None and _used_at_module_level(code, {n.split(".", 1)[0] for _w, n in self._requests}):
+            doomed = set()  # every requested name is read: nothing to remove
         self._doomed = doomed if doomed is not None else self._by_scope(node, code)
         if not self._doomed:
             return False

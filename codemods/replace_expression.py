@@ -36,10 +36,14 @@ file and needs ``context.full_package_name`` to resolve relative imports
 and function-local imports work and leaves same-named imports of other scopes
 alone.
 
-Speed: only ``PositionProvider`` is computed for the rewrite (``ScopeProvider``
-only when some applied edit lists ``remove_names``), the transform descends
-only along the paths to the replaced nodes, and the tree is not deep-copied
-for metadata (see :func:`_transform_without_copy`).
+Speed: positions are computed only for the statements holding the edits
+(the top-level statement, or the method inside its classes; see
+:func:`codemods._common.partial_positions`) when the source text is known, and
+for the whole module otherwise; whether an import is still used is decided
+from the text or Python's symbol tables when they can, and by
+``ScopeProvider`` otherwise; the transform descends only along the paths to
+the replaced nodes, and the tree is not deep-copied for metadata (see
+:func:`_transform_without_copy`).
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ from codemods._common import (
     _span_key,
     _transform_without_copy,
     _validate,
+    partial_positions,
 )
 from codemods.findings import load_edits
 from codemods.remove_imports import RemoveImportsIfUnused
@@ -120,7 +125,9 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
     DESCRIPTION: str = (
         "Apply cachelint fixes: replace expressions at the reported spans and drop imports that become unused."
     )
-    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (PositionProvider,)
+    # positions are computed in _positions: for the statements holding the
+    # edits when the source text is known, else for the whole module
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = ()
     # the edit kinds this command applies (subclasses add statement insertions)
     EDIT_KINDS: tuple[EditKind, ...] = (EditKind.REPLACE,)
 
@@ -159,6 +166,9 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
         self._targets: dict[cst.CSTNode, _Target] = {}
         self._ancestors: set[cst.CSTNode] = set()
         self._stack: list[cst.CSTNode] = []
+        # the text the module to transform was parsed from, when the caller has it
+        self.source: str | None = None
+        self._pos: tuple[Any, set[cst.CSTNode] | None] | None = None
 
     # -- which edits -----------------------------------------------------------
 
@@ -207,6 +217,8 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
         edits = self._selected_edits()
         if not edits:
             return tree
+        self._pos = None
+        self._positions(tree, edits)
         self._match(tree, edits)
         if not self._targets:
             return tree
@@ -214,12 +226,28 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
         try:
             return tree.visit(self)
         finally:
-            self._targets, self._ancestors, self._stack = {}, set(), []
+            self._targets, self._ancestors, self._stack, self._pos = {}, set(), [], None
 
     # -- matching ----------------------------------------------------------------
 
+    def _positions(self, tree: cst.Module, edits: Sequence[Edit]) -> tuple[Any, set[cst.CSTNode] | None]:
+        """Positions for matching ``edits`` (computed once per transform):
+        those of the statements holding them when :attr:`source` is known
+        (with the nodes enclosing those statements), else the whole module's."""
+        if self._pos is None:
+            lines = {x.line for e in edits for x in (e.span, *e.anchors) if x.line > 0}
+            got = partial_positions(tree, self.source, lines) if self.source is not None else None
+            if got is None:
+                wrapper = self.context.wrapper
+                assert wrapper is not None  # set by _transform_without_copy
+                self._pos = (wrapper.resolve(PositionProvider), None)
+            else:
+                self._pos = got
+        return self._pos
+
     def _match(self, tree: cst.Module, edits: Sequence[Edit]) -> None:
-        locator = _Locator(self.metadata[PositionProvider], {_span_key(e.span) for e in edits})
+        positions, enclosing = self._positions(tree, edits)
+        locator = _Locator(positions, {_span_key(e.span) for e in edits}, enclosing)
         tree.visit(locator)
 
         accepted: list[_Key] = []
@@ -294,6 +322,7 @@ def apply_edits(source: str, edits: Sequence[Edit], *, filename: str = "<string>
         return ApplyResult(code=source, applied=[], unmatched=[])
     context = CodemodContext(filename=None if filename == "<string>" else filename)
     command = ReplaceExpressionsCommand(context, edits)
+    command.source = source
     try:
         new_module = command.transform_module(module)
     except FixError:

@@ -820,3 +820,81 @@ def test_libcst_tool_relative_paths(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert target.read_text() == EXPECTED_SAFE
+
+
+_POSITIONS_SOURCE = '''\
+"""Module docstring."""
+import os  # a comment
+
+x = 1; y = os.getpid()
+
+
+@decorator(
+    arg=1,
+)
+class Outer(Base):
+    """Docstring."""
+
+    # a comment line in the class body
+    LIMIT = compute(
+        2,
+    )
+
+    class Inner:
+        @staticmethod
+        def deep(a,
+                 b):
+            return (a +
+                    b)
+
+    @property
+    def value(self):
+        if self.x:
+            return self.y.z(1)  # trailing
+        return [
+            item for item in self.items
+        ]
+
+    async def step(self):
+        async with lock:
+            await go(self.value)
+
+
+def top(a: int = 3) -> int:
+    return a * 2
+'''
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_partial_positions_equal_the_whole_module_positions(newline):
+    """Positions computed for the statements holding some lines (inside
+    copies of their classes) are the whole module's, node for node."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from codemods._common import partial_positions
+
+    source = _POSITIONS_SOURCE.replace("\n", newline)
+    tree = cst.parse_module(source)
+    full = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    n_lines = source.count(newline)
+    text_lines = source.split(newline)
+    for line in range(1, n_lines + 1):
+        got = partial_positions(tree, source, {line})
+        if got is None:
+            # no statement holds a blank or comment-only line: the caller falls back
+            assert text_lines[line - 1].strip() in ("", "# a comment line in the class body"), line
+            continue
+        positions, enclosing = got
+        assert tree in enclosing
+        for node, rng in positions.items():
+            assert rng == full[node], (line, type(node).__name__, rng, full[node])
+    # the method holding line 29 is positioned, not the whole class
+    got = partial_positions(tree, source, {29})
+    assert got is not None
+    positions, enclosing = got
+    outer = tree.body[3]
+    assert isinstance(outer, cst.ClassDef) and outer in enclosing and outer not in positions
+    value = next(s for s in outer.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "value")
+    assert value in positions
+    assert len(positions) < len(full) / 3

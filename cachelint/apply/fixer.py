@@ -223,6 +223,7 @@ def _run_command(command_cls, code: str, edits: list[Edit], path: str):
     except Exception as exc:
         raise FixError(f"{path}: cannot parse source: {exc}") from exc
     cmd = command_cls(CodemodContext(filename=path), edits)
+    cmd.source = code
     try:
         out = cmd.transform_module(module)
     except FixError:
