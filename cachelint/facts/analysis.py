@@ -16,6 +16,7 @@ from ..semantic.callgraph import HotPaths, hot_paths
 from ..semantic.compiled import compiled_functions, traced_only
 from ..semantic.idioms import CacheDecorators
 from ..semantic.program import Program
+from ..semantic.writes import Writes
 from .bodies import Bodies
 from .cachesites import CacheAnalysis
 from .catalog import Catalog
@@ -71,8 +72,15 @@ class Analysis:
         return ProcessState(self.program, self.bodies)
 
     @cached_property
+    def writes(self) -> Writes:
+        """Every statement that may rebind an attribute, and whether it may
+        reach an object of a given class (shared by the cache sites and the
+        hoist planner)."""
+        return Writes(self.program)
+
+    @cached_property
     def cache_analysis(self) -> CacheAnalysis:
-        ca = CacheAnalysis(self.program, self.catalog, self.cost)
+        ca = CacheAnalysis(self.program, self.catalog, self.cost, self.writes)
         ca.collect()
         return ca
 

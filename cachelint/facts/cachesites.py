@@ -34,6 +34,7 @@ from ..semantic.guards import Atom, guard_atoms, residual, substitute
 from ..semantic.idioms import is_property
 from ..semantic.program import CONSTRUCTORS, Program, Value
 from ..semantic.values import CallRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
+from ..semantic.writes import Writes
 from .catalog import Catalog
 from .cost import CostModel
 from .hazards import MAX_SHOWN, MUTATING_METHODS, Hazards, summarise, writer_text
@@ -141,14 +142,14 @@ def _mentions(v, root) -> bool:
 
 
 class CacheAnalysis:
-    def __init__(self, program: Program, catalog: Catalog, cost: CostModel) -> None:
+    def __init__(self, program: Program, catalog: Catalog, cost: CostModel, writes: Writes | None = None) -> None:
         self.program = program
         self.catalog = catalog
         self.cost = cost
         self.sites: list[CacheSite] = []
         self.by_name: dict[str, list[CacheSite]] = {}
         self._uses: list[Use] | None = None
-        self.hazards = Hazards(program)
+        self.hazards = Hazards(program, writes)
 
     # ----- cache sites ---------------------------------------------------------------
     def collect(self) -> None:

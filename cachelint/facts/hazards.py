@@ -159,9 +159,9 @@ class SiteHazards:
 class Hazards:
     """Computes :class:`SiteHazards` per cache site, once."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, writes: Writes | None = None) -> None:
         self.p = program
-        self.writes = Writes(program)
+        self.writes = writes if writes is not None else Writes(program)
         self._memo: dict = {}
         self._reach: dict = {}
         self._trees: dict = {}

@@ -136,7 +136,9 @@ class ExpensiveCallOnHotPath(Rule):
       attributes, constructor parameters and module constants): safe when
       the callee is pure; every input is bound once, unconditionally, at
       construction, never reassigned (in the class, its bases or its
-      subclasses) and never changed in place outside a constructor
+      subclasses; through another receiver that may be the object, such as
+      ``runner.n = 5``; by a ``setattr`` whose name is computed at run time)
+      and never changed in place outside a constructor
       (``self.table.append(...)``, ``self.table[k] = v`` in any method,
       including a loop around the call); an input the callee reads as a
       whole object is not one the constructor was handed (a parameter, or
@@ -197,10 +199,10 @@ class ExpensiveCallOnHotPath(Rule):
       module ``__getattr__`` such as vLLM's ``envs``; the filesystem; the
       current device or stream; a forward context): the message says which.
 
-    Outside a hoist to a local, what cachelint cannot resolve (a call on an
-    object of unknown type, a ``setattr`` with a computed name) is not seen
-    to change anything; the analysis follows calls
-    :data:`~cachelint.facts.cost.MAX_DEPTH` deep.
+    A write cachelint cannot place (a ``setattr`` with a computed name, a
+    receiver of unknown type) counts as a writer of every attribute it may
+    reach; the analysis follows calls :data:`~cachelint.facts.cost.MAX_DEPTH`
+    deep.
     ``docs/fix-safety-audit.md`` lists the safe fixes on real trees, each
     read by hand.
 
@@ -215,7 +217,18 @@ class ExpensiveCallOnHotPath(Rule):
     name = "expensive-call-on-hot-path"
     summary = "Expensive call on a hot path"
     fix_availability = "sometimes"
-    reads = ("hot", "program", "config", "cost", "cached_call_spans", "bodies", "state", "compiled", "estimates")
+    reads = (
+        "hot",
+        "program",
+        "config",
+        "cost",
+        "cached_call_spans",
+        "bodies",
+        "state",
+        "compiled",
+        "estimates",
+        "writes",
+    )
     needs_hot_paths = True
 
     VALID = [

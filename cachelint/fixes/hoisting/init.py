@@ -146,9 +146,12 @@ class InitHoists(InputAnalysis):
                     if (w.qualname, a.line) not in [(x.qualname, y.line) for x, y in writers]:
                         writers.append((w, a))
             outside = [(w, a) for w, a in writers if w.name not in CONSTRUCTORS]
+            other = self._other_writer(cls, first, writers)
             if outside:
                 w, a = outside[0]
                 reasons.append(f"`self.{first}` is also assigned in `{w.qualname}` (line {a.line})")
+            elif other is not None:
+                reasons.append(other)
             elif not writers:
                 if not _class_level(p, cls, first):
                     reasons.append(f"`self.{first}` is not bound in the constructor")
@@ -172,6 +175,24 @@ class InitHoists(InputAnalysis):
             relies.append(
                 "inputs: " + ", ".join(f"`self.{'.'.join(ch)}`" for ch in sorted(seen)) + " bound once at construction"
             )
+
+    def _other_writer(self, cls: str, attr: str, seen: list) -> str | None:
+        """A write of ``attr`` other than ``self.attr`` in the class family
+        (``seen``) that may reach an object of ``cls``: through another
+        receiver (``runner.n = 5``), or a ``setattr`` (``__dict__`` store)
+        whose name is computed at run time; the reason, or None."""
+        writes = self.a.writes
+        known = {(w.qualname, a.line) for w, a in seen}
+        for w in writes.of(attr):
+            if (w.function.qualname, w.line) in known:
+                continue
+            reach = writes.reaches(w, cls)
+            if reach is None:
+                continue
+            how = " (a `setattr` with a name computed at run time)" if w.dynamic else ""
+            why = f": {reach.why}" if reach.why else ""
+            return f"`{w.text}` in {w.where} (line {w.line}){how} may rebind `self.{attr}`{why}"
+        return None
 
     def _check_shared_inputs(self, s: Site, cls: str, reasons: list) -> None:
         """An input ``self.a`` the callee reads as a whole object (an argument,
