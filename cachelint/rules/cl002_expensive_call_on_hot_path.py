@@ -177,7 +177,10 @@ class ExpensiveCallOnHotPath(Rule):
       unless every input is sealed: a constant, or a parameter annotated
       with an immutable type. ``print`` and the methods of a list, dict or
       string that every binding of its variable builds change only what
-      they are given.
+      they are given. So does a place where unseen code runs: an ``await``
+      or ``yield`` (the caller runs while the function is suspended), an
+      ``async for`` or ``async with``, a ``with`` whose context manager is
+      not made by a call there.
     - Both hoists are unsafe when a use changes the value in place
       (``x.append(...)``, ``x[k] = v``, ``x += ...``): the uses, or the
       runs, would then share one object where each had a fresh one.

@@ -116,9 +116,11 @@ class RepeatedCall(Rule):
     catalog declares the callee ``total``), nothing between the uses (or in
     the loop) changes what the call reads, no call there that cachelint
     cannot resolve receives one of its inputs, and, when such a call runs
-    there at all, every input is a constant or a parameter annotated with
-    an immutable type (the call may reach any other input through the
-    objects it holds), and no use changes the value in place.
+    there at all (or an ``await``, a ``yield``, a ``with`` whose context
+    manager is not made by a call there), every input is a constant or a
+    parameter annotated with an immutable type (unseen code may reach any
+    other input through the objects it holds), and no use changes the
+    value in place.
     The unsafe reasons name the unproven thing.
 
     ## Fix availability

@@ -10,6 +10,7 @@ import ast
 
 from ...facts.bodies import HoistPoint
 from ...facts.catalog import PURE_BUILTINS
+from ...facts.repeats import walk_code
 from ...facts.state import related, show
 from ...index.expr import dotted, render
 from ...index.records import FunctionInfo
@@ -31,6 +32,36 @@ from .site import (
 
 # calls whose only effects are on the objects they are given
 _RECEIVES_ONLY = frozenset({"builtins.print"})
+_SUSPENDS = {ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield from"}
+
+
+def _opaque_point(body, lo: int, hi: int, loops: list) -> str | None:
+    """A place between lines ``lo`` and ``hi`` (or in ``loops``) of ``body``
+    where code cachelint does not follow runs: an ``await`` or ``yield``
+    (the caller, or other tasks, run while the function is suspended), an
+    ``async for``/``async with``, or a ``with`` whose context manager is not
+    made by a call there (its ``__enter__`` and ``__exit__`` are not followed)."""
+    for n in walk_code(body.node):
+        line = body.line_of(n)
+        if not (lo <= line <= hi or any(a <= line <= b for a, b in loops)):
+            continue
+        kw = _SUSPENDS.get(type(n))
+        if kw is not None:
+            return f"the `{kw}` at line {line} suspends the function"
+        if isinstance(n, (ast.AsyncFor, ast.AsyncWith)):
+            return (
+                f"the `async {'for' if isinstance(n, ast.AsyncFor) else 'with'}` at line {line} suspends the function"
+            )
+        if isinstance(n, ast.With):
+            for item in n.items:
+                if not isinstance(item.context_expr, ast.Call):
+                    return (
+                        f"`with {ast.unparse(item.context_expr)}` (line {line}) enters a context manager "
+                        "whose `__enter__` and `__exit__` cachelint does not follow"
+                    )
+    return None
+
+
 # builtins whose result is an immutable value (a local bound to one is sealed)
 _IMMUTABLE_RESULTS = frozenset({"int", "float", "bool", "str", "bytes", "complex", "len", "repr", "hash", "abs"})
 
@@ -174,7 +205,7 @@ class LocalHoists(InitHoists):
             return
         inputs = self._local_inputs(s)
         if inputs:
-            self._check_unresolved_between(s.function, occ, hp, self._loops(body, nodes, hp), inputs, reasons)
+            self._check_unresolved_between(s.function, occ, hp, self._loops(body, nodes, hp), inputs, reasons, body)
 
     @staticmethod
     def _loops(body, nodes: list, hp) -> list:
@@ -214,7 +245,7 @@ class LocalHoists(InitHoists):
                 return f"{where} changes {what}{through} between the uses: one value for all of them would be stale"
         return None
 
-    def _check_unresolved_between(self, f, occ: list, hp, loops: list, inputs: list, reasons: list) -> None:
+    def _check_unresolved_between(self, f, occ: list, hp, loops: list, inputs: list, reasons: list, body=None) -> None:
         """A call between the uses (or in a loop repeating one) that cachelint
         cannot resolve to a function of the tree may change an input of the
         call: nothing proves it does not. One that receives an input, or an
@@ -271,6 +302,10 @@ class LocalHoists(InitHoists):
                 f"`{render(c.func)}(...)` (line {c.line}) is a call cachelint cannot resolve: it may reach "
                 f"`{unsealed[0]}` (through an object it holds or module state) and change it between the uses"
             )
+        if unsealed and not reasons and body is not None:
+            opaque = _opaque_point(body, hp.line, last.end_line, loops)
+            if opaque is not None:
+                reasons.append(f"{opaque}: code that runs there may change `{unsealed[0]}` between the uses")
 
     def _reaches_only_what_it_receives(self, f: FunctionInfo, c, callee) -> bool:
         """The call's only effects are on the objects it is given: ``print``,
