@@ -181,6 +181,9 @@ class ExpensiveCallOnHotPath(Rule):
       or ``yield`` (the caller runs while the function is suspended), an
       ``async for`` or ``async with``, a ``with`` whose context manager is
       not made by a call there.
+    - A hoist to a local is unsafe when the callee iterates an argument that
+      nothing shows to be a collection (a parameter without a collection
+      annotation): an iterator would be used up by the first use.
     - Both hoists are unsafe when a use changes the value in place
       (``x.append(...)``, ``x[k] = v``, ``x += ...``): the uses, or the
       runs, would then share one object where each had a fresh one.

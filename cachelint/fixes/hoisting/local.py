@@ -12,7 +12,7 @@ from ...facts.bodies import HoistPoint
 from ...facts.catalog import PURE_BUILTINS
 from ...facts.repeats import walk_code
 from ...facts.state import related, show
-from ...index.expr import dotted, render
+from ...index.expr import conv, dotted, render
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
 from ...semantic.callgraph import resolve_call
@@ -32,6 +32,68 @@ from .site import (
 
 # calls whose only effects are on the objects they are given
 _RECEIVES_ONLY = frozenset({"builtins.print"})
+# annotations of collections that can be iterated again
+_COLLECTIONS = _IMMUTABLE | frozenset(
+    {"list", "List", "dict", "Dict", "set", "Set", "Sequence", "Mapping", "MutableSequence", "MutableMapping"}
+)
+# builtins that iterate their first argument
+_ITERATING = frozenset(
+    {
+        "list",
+        "tuple",
+        "set",
+        "frozenset",
+        "sorted",
+        "sum",
+        "min",
+        "max",
+        "any",
+        "all",
+        "enumerate",
+        "zip",
+        "iter",
+        "next",
+        "dict",
+        "map",
+        "filter",
+    }
+)
+
+
+def _iterates(planner, g: FunctionInfo, name: str, depth: int) -> bool:
+    """Function ``g`` iterates its parameter ``name``: a ``for`` or a
+    comprehension over it, ``*name``, ``yield from name``, a builtin that
+    iterates it (``sum(name)``), or a function of the tree it is passed to
+    that does (three calls deep)."""
+    body = planner.a.bodies.body(g)
+    if body is None:
+        return True  # cannot read it: assume it may
+    p = planner.p
+
+    def is_param(x) -> bool:
+        return isinstance(x, ast.Name) and x.id == name
+
+    for n in walk_code(body.node):
+        if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)) and is_param(n.iter):
+            return True
+        if isinstance(n, (ast.Starred, ast.YieldFrom)) and is_param(n.value):
+            return True
+        if isinstance(n, ast.Call) and n.args and any(is_param(a) for a in n.args):
+            if isinstance(n.func, ast.Name) and n.func.id in _ITERATING and is_param(n.args[0]):
+                return True
+            if depth < 3:
+                callee = p.canon(conv(n.func), p.context(g))
+                h = p.callee_function(callee) if callee is not None else None
+                if h is not None and h is not g:
+                    params = [q for q in h.params if q.kind == "pos"]
+                    if h.self_name is not None and isinstance(n.func, ast.Attribute):
+                        params = params[1:]
+                    for q, a in zip(params, n.args):
+                        if is_param(a) and _iterates(planner, h, q.name, depth + 1):
+                            return True
+    return False
+
+
 _SUSPENDS = {ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield from"}
 
 
@@ -143,6 +205,9 @@ class LocalHoists(InitHoists):
             reasons.append(f"the callee is not known to be pure ({s.cost.pure_reason})")
         if any(self.mutated_at(f, x.call) for x in occ):
             reasons.append("a use changes the value in place, and the uses would now share one object")
+        used_up = self._used_up_argument(f, s)
+        if used_up is not None:
+            reasons.append(used_up)
         at_line = first.line
         body = self.a.bodies.body(f)
         nodes = [body.find(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ] if body else []
@@ -306,6 +371,59 @@ class LocalHoists(InitHoists):
             opaque = _opaque_point(body, hp.line, last.end_line, loops)
             if opaque is not None:
                 reasons.append(f"{opaque}: code that runs there may change `{unsealed[0]}` between the uses")
+
+    def _used_up_argument(self, f: FunctionInfo, s: Site) -> str | None:
+        """An argument the callee (a function of the tree) iterates, of a type
+        cachelint cannot show to be a collection: an iterator would be used
+        up by the first use, and the later ones would see it empty."""
+        g = self.p.callee_function(s.callee) if s.callee is not None else None
+        if g is None:
+            return None  # a catalogued callee's `pure` covers its arguments
+        c = s.call
+        params = [q for q in g.params if q.kind == "pos"]
+        if g.self_name is not None and c.func[0] == "attr":
+            params = params[1:]
+        passed = [(q.name, a) for q, a in zip(params, c.args)]
+        passed += [(k, v) for k, v in c.kwargs if k is not None]
+        for name, arg in passed:
+            if not _iterates(self, g, name, 0) or self._collection(f, arg):
+                continue
+            return (
+                f"`{g.name}` iterates its parameter `{name}`, and nothing shows that `{render(arg)}` is a "
+                "collection: an iterator would be used up by the first use"
+            )
+        return None
+
+    def _collection(self, f: FunctionInfo, e) -> bool:
+        """``e`` can be iterated again: a constant, a display, a local that
+        every binding makes a builtin container, a parameter annotated as a
+        collection, or an object of a class of the tree that is no iterator."""
+        if _builtin_container(e):
+            return True
+        if e[0] == "name":
+            binds = self.p.context(f).locals.get(e[1]) or []
+            if binds and all(_builtin_container(a.value) for a in binds):
+                return True
+            ann = next((q.annotation for q in f.params if q.name == e[1]), None)
+            if ann is not None and _annotation_ok(ann, _COLLECTIONS):
+                return True
+        if e[0] == "attr":
+            # every binding of the attribute, through any receiver, makes a
+            # builtin container or stores a parameter annotated as a collection
+            binds = self.p.writers(e[2])
+            if binds and all(
+                _builtin_container(a.value)
+                or (
+                    a.value[0] == "name"
+                    and _annotation_ok(
+                        next((q.annotation for q in w.params if q.name == a.value[1]), None), _COLLECTIONS
+                    )
+                )
+                for w, a in binds
+            ):
+                return True
+        t = self.p.type_of(self.a.state.value(f, e))
+        return t is not None and t in self.p.classes and self.p.lookup_method(t, "__next__") is None
 
     def _reaches_only_what_it_receives(self, f: FunctionInfo, c, callee) -> bool:
         """The call's only effects are on the objects it is given: ``print``,
