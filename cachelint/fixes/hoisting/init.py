@@ -106,6 +106,9 @@ class InitHoists(InputAnalysis):
         if attr is None:
             attr = self._fresh_attr(cls, "_" + _base_name(c), set(per_class.values()))
             per_class[text] = attr
+        unassignable = self._unassignable(cls, attr)
+        if unassignable is not None:
+            reasons.append(unassignable)
         target = init.qualname[len(init.module) + 1 :]
         edits = (
             Edit(Span(c.line, c.column, c.end_line, c.end_column), f"{f.self_name}.{attr}"),
@@ -192,6 +195,32 @@ class InitHoists(InputAnalysis):
             how = " (a `setattr` with a name computed at run time)" if w.dynamic else ""
             why = f": {reach.why}" if reach.why else ""
             return f"`{w.text}` in {w.where} (line {w.line}){how} may rebind `self.{attr}`{why}"
+        return None
+
+    def _unassignable(self, cls: str, attr: str) -> str | None:
+        """Why ``self.<attr> = ...`` at the end of the constructor may fail or
+        run other code: every class of the MRO declares ``__slots__`` (no
+        instance ``__dict__``), the class is a frozen dataclass or a tuple,
+        or a class of the MRO defines ``__setattr__``."""
+        p = self.p
+        short = cls.rsplit(".", 1)[-1]
+        if self.a.writes.is_frozen(cls):
+            return f"`{short}` is frozen: assigning `self.{attr}` raises"
+        mro = [k for k in p.mro(cls) if k in p.classes]
+        for k in mro:
+            ci = p.classes[k]
+            if "__setattr__" in ci.methods:
+                return f"`{k.rsplit('.', 1)[-1]}` defines `__setattr__`, which would run for `self.{attr}`"
+            if any((dotted(b) or "").rsplit(".", 1)[-1] in ("NamedTuple", "tuple") for b in ci.bases):
+                return f"`{k.rsplit('.', 1)[-1]}` is a tuple: assigning `self.{attr}` raises"
+        # a class without `__slots__` gives its instances a `__dict__`; when every
+        # class of the tree in the MRO has them, nothing shows that one exists
+        slotted = [k for k in mro if "__slots__" in p.classes[k].class_attrs]
+        if slotted and all(
+            "__slots__" in p.classes[k].class_attrs and "__dict__" not in render(p.classes[k].class_attrs["__slots__"])
+            for k in mro
+        ):
+            return f"`{slotted[0].rsplit('.', 1)[-1]}` declares `__slots__` without `{attr}`: assigning it raises"
         return None
 
     def _check_shared_inputs(self, s: Site, cls: str, reasons: list) -> None:
