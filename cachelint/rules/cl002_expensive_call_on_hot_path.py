@@ -191,7 +191,11 @@ class ExpensiveCallOnHotPath(Rule):
       (``x.append(...)``, ``x[k] = v``, ``x += ...``): the uses, or the
       runs, would then share one object where each had a fresh one.
     - *Memoize* (a module-level function of parameters annotated as
-      hashable, immutable values): ``@functools.cache`` is safe when the
+      hashable, immutable values): ``@functools.cache`` (or
+      ``@functools.lru_cache(maxsize=None, typed=True)`` when a parameter is
+      a number, since ``1``, ``1.0`` and ``True`` are one ``functools.cache``
+      key) is safe when no parameter is a tuple or frozenset that may hold
+      numbers (``(1,)`` and ``(1.0,)`` are one key even when typed), the
       function is inferred pure, returns an immutable value (otherwise the
       message names the returned type and a caller that changes it in
       place), and reads no module state that code of the tree changes: a

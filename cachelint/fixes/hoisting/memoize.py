@@ -28,6 +28,42 @@ from .site import (
     names_in,
 )
 
+_NUMBERS = frozenset({"int", "float", "complex", "bool"})
+_CONTAINERS = frozenset({"tuple", "Tuple", "frozenset", "FrozenSet"})
+
+
+def _numeric_key(ann, depth: int) -> str | None:
+    """How values of annotation ``ann`` may be equal across types as cache
+    keys: ``"immediate"`` (``1 == 1.0 == True``: ``typed=True`` keeps them
+    apart), ``"contents"`` (a tuple or frozenset that may hold such numbers:
+    nothing keeps ``(1,)`` and ``(1.0,)`` apart), or None."""
+    if ann is None or depth > 6:
+        return None
+    k = ann[0]
+    if k == "const" and isinstance(ann[1], str):
+        try:
+            from ...index.expr import conv
+
+            return _numeric_key(conv(ast.parse(ann[1], mode="eval").body), depth + 1)
+        except SyntaxError:
+            return "contents"
+    if k in ("name", "attr"):
+        last = (dotted(ann) or "").rsplit(".", 1)[-1]
+        return "immediate" if last in _NUMBERS else "contents" if last in _CONTAINERS else None
+    if k == "sub":
+        last = (dotted(ann[1]) or "").rsplit(".", 1)[-1]
+        members = ann[2][1] if ann[2][0] == "tuple" else (ann[2],)
+        kinds = {_numeric_key(m, depth + 1) for m in members}
+        if last in _CONTAINERS:
+            return "contents" if kinds - {None} else None
+        if last == "Literal":
+            return "immediate" if any(m[0] == "const" and not isinstance(m[1], (str, bytes)) for m in members) else None
+        return "contents" if "contents" in kinds else "immediate" if "immediate" in kinds else None
+    if k in ("or", "tuple"):
+        kinds = {_numeric_key(m, depth + 1) for m in ann[1]}
+        return "contents" if "contents" in kinds else "immediate" if "immediate" in kinds else None
+    return None
+
 
 class Memoizer(InputAnalysis):
     """The memoize and module-constant fixes and their safety checks."""
@@ -73,6 +109,17 @@ class Memoizer(InputAnalysis):
                     f"not memoized: parameter `{prm.name}` of `{f.name}` is not annotated as a hashable, immutable value"
                 )
                 return None
+        typed = False
+        for prm in f.params:
+            kind = _numeric_key(prm.annotation, 0)
+            if kind == "contents" and prm.annotation is not None:
+                reasons.append(
+                    f"parameter `{prm.name}: {render(prm.annotation)}` of `{f.name}` may hold numbers: containers "
+                    f"whose items are equal across types (`(1,)`, `(1.0,)`, `(True,)`) are one cache key, and "
+                    f"`{f.name}` may tell them apart"
+                )
+            elif kind == "immediate":
+                typed = True  # `1`, `1.0` and `True` are one key of functools.cache
         dep = self.a.state.dependence(f)
         if dep is not None and dep.state is not None and dep.state.kind is StateKind.ENVIRON:
             s.notes.append(f"not memoized: the value of `{f.name}` depends on the environment ({dep.reason})")
@@ -88,14 +135,16 @@ class Memoizer(InputAnalysis):
         if dep is not None:
             reasons.append(f"{dep.reason}; a cached value would keep the answer of the first call")
         target = f.qualname[len(f.module) + 1 :]
+        deco = "functools.lru_cache(maxsize=None, typed=True)" if typed else "functools.cache"
         edits = (
-            Edit(Span(f.line, 0, f.line, 0), "functools.cache", kind=EditKind.ADD_DECORATOR, target=target),
+            Edit(Span(f.line, 0, f.line, 0), deco, kind=EditKind.ADD_DECORATOR, target=target),
             Edit(Span(1, 0, 1, 0), "", kind=EditKind.ADD_IMPORT, target="functools"),
         )
         return Fix(
             Applicability.UNSAFE if reasons else Applicability.SAFE,
             edits,
-            message=f"Memoize `{f.name}` with `@functools.cache`"
+            message=f"Memoize `{f.name}` with `@{deco}`"
+            + (" (typed: `1`, `1.0` and `True` would share one `functools.cache` key)" if typed else "")
             + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
             relies_on=(f"`{f.name}`: {why}",) if pure and dep is None else (),
         )
