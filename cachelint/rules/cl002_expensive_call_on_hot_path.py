@@ -150,7 +150,10 @@ class ExpensiveCallOnHotPath(Rule):
       errors; an ``assert`` is no condition), unless the catalog declares it
       ``total`` (never raises, like ``torch.cuda.is_available``);
       ``__init__`` has no early return and does not itself reach the method;
-      the object can take the new attribute (not frozen, not a tuple, no
+      no input is a ``cached_property`` or another descriptor but a plain
+      property (read at the end of ``__init__``, it would see and keep the
+      attributes as they are then); the object can take the new attribute
+      (not frozen, not a tuple, no
       ``__setattr__`` of its own, and not ``__slots__`` in every class of
       the tree it inherits from);
       every subclass constructor calls ``super().__init__()``; for a method

@@ -138,9 +138,17 @@ class InitHoists(InputAnalysis):
             first = chain[0]
             m = p.lookup_method(cls, first)
             if m is not None:
-                deco = [(dotted(d) or "").split(".")[-1] for d in m.decorators]
+                deco = [(dotted(d[1] if d[0] == "call" else d) or "").split(".")[-1] for d in m.decorators]
                 if "property" in deco:
                     reasons.append(f"`self.{first}` is a property, recomputed on each read")
+                elif any(d not in ("staticmethod", "classmethod") for d in deco):
+                    # a cached_property (or another descriptor): evaluated at the end of
+                    # `__init__`, it reads (and may keep) what the object holds then
+                    shown = next(d for d in deco if d not in ("staticmethod", "classmethod"))
+                    reasons.append(
+                        f"`self.{first}` is made by `@{shown}`: read at the end of `__init__` it would see (and "
+                        "may keep) the object's attributes as they are then, not as they are at the first call"
+                    )
                 continue  # a method: the bound method of this instance
             classes = [cls, *p.subclasses(cls)]
             writers: list = []
