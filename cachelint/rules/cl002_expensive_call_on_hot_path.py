@@ -141,9 +141,9 @@ class ExpensiveCallOnHotPath(Rule):
       and never changed in place outside a constructor
       (``self.table.append(...)``, ``self.table[k] = v`` in any method,
       including a loop around the call); an input the callee reads as a
-      whole object is not one the constructor was handed (a parameter, or
-      another object's attribute) of a type that may change in place (a
-      ``list``, a ``dict``, a type cachelint cannot resolve): whoever else
+      whole object is not a ``list`` or ``dict``, nor one the constructor
+      was handed (a parameter, or another object's attribute) of a type that
+      may change in place or that cachelint cannot resolve: whoever else
       holds it may change it; the call runs unconditionally in
       its method (not in an ``if`` branch, past an early ``return``, on the
       right of ``and``/``or``, in a ``try`` whose handler catches its

@@ -29,6 +29,8 @@ from .site import (
     names_in,
 )
 
+_MUTABLE_BUILDERS = frozenset({("name", n) for n in ("list", "dict", "set", "bytearray", "sorted")})
+
 
 def _chain_to_expr(root: str | None, chain: tuple) -> tuple:
     e: tuple = ("name", root or "self")
@@ -80,7 +82,8 @@ class InitHoists(InputAnalysis):
         chains: list = []
         _attr_chains(_inputs_expr(c), f.self_name, chains)
         self._check_conditions(s, reasons)
-        self._check_chains(cls, chains, reasons, relies)
+        weak: list[str] = []
+        self._check_chains(cls, chains, reasons, relies, weak)
         self._check_changed_inside(s, cls, chains, reasons)
         self._check_globals(f, used, reasons)
         self._check_module_inputs(s, reasons)
@@ -109,6 +112,8 @@ class InitHoists(InputAnalysis):
         unassignable = self._unassignable(cls, attr)
         if unassignable is not None:
             reasons.append(unassignable)
+        if not reasons:
+            reasons.extend(weak[:1])
         target = init.qualname[len(init.module) + 1 :]
         edits = (
             Edit(Span(c.line, c.column, c.end_line, c.end_column), f"{f.self_name}.{attr}"),
@@ -127,7 +132,7 @@ class InitHoists(InputAnalysis):
             relies_on=tuple(relies + ["inputs: bound once at construction"]),
         )
 
-    def _check_chains(self, cls: str, chains: list, reasons: list, relies: list) -> None:
+    def _check_chains(self, cls: str, chains: list, reasons: list, relies: list, weak: list) -> None:
         """Every ``self.a.b`` input must be bound once at construction and never reassigned."""
         p = self.p
         seen: set = set()
@@ -161,8 +166,10 @@ class InitHoists(InputAnalysis):
             if outside:
                 w, a = outside[0]
                 reasons.append(f"`self.{first}` is also assigned in `{w.qualname}` (line {a.line})")
+            elif other is not None and other[1]:
+                reasons.append(other[0])
             elif other is not None:
-                reasons.append(other)
+                weak.append(other[0])  # named only when nothing surer makes the fix unsafe
             elif not writers:
                 if not _class_level(p, cls, first):
                     reasons.append(f"`self.{first}` is not bound in the constructor")
@@ -187,13 +194,16 @@ class InitHoists(InputAnalysis):
                 "inputs: " + ", ".join(f"`self.{'.'.join(ch)}`" for ch in sorted(seen)) + " bound once at construction"
             )
 
-    def _other_writer(self, cls: str, attr: str, seen: list) -> str | None:
+    def _other_writer(self, cls: str, attr: str, seen: list) -> tuple[str, bool] | None:
         """A write of ``attr`` other than ``self.attr`` in the class family
         (``seen``) that may reach an object of ``cls``: through another
         receiver (``runner.n = 5``), or a ``setattr`` (``__dict__`` store)
-        whose name is computed at run time; the reason, or None."""
+        whose name is computed at run time. The reason, and whether the
+        write surely reaches such an object (a named write on a receiver of
+        that type) rather than only may; a sure one first, or None."""
         writes = self.a.writes
         known = {(w.qualname, a.line) for w, a in seen}
+        maybe = None
         for w in writes.of(attr):
             if (w.function.qualname, w.line) in known:
                 continue
@@ -202,8 +212,11 @@ class InitHoists(InputAnalysis):
                 continue
             how = " (a `setattr` with a name computed at run time)" if w.dynamic else ""
             why = f": {reach.why}" if reach.why else ""
-            return f"`{w.text}` in {w.where} (line {w.line}){how} may rebind `self.{attr}`{why}"
-        return None
+            reason = f"`{w.text}` in {w.where} (line {w.line}){how} may rebind `self.{attr}`{why}"
+            if reach.sure and not w.dynamic:
+                return reason, True
+            maybe = maybe or (reason, False)
+        return maybe
 
     def _unassignable(self, cls: str, attr: str) -> str | None:
         """Why ``self.<attr> = ...`` at the end of the constructor may fail or
@@ -232,22 +245,27 @@ class InitHoists(InputAnalysis):
         return None
 
     def _check_shared_inputs(self, s: Site, cls: str, reasons: list) -> None:
-        """An input ``self.a`` the callee reads as a whole object (an argument,
-        or the receiver of a method cachelint cannot see into) that the
-        constructor binds to an object made elsewhere (a parameter, another
-        object's attribute) of a type that may change in place (a list, a
-        dict, a type cachelint cannot resolve): whoever else holds that
-        object may change it, and no statement of the tree shows that."""
+        """An input ``self.a`` (or ``self.a.b``) the callee reads as a whole
+        object (an argument, or the receiver of a method cachelint cannot see
+        into) bound to a list or dict, or to an object made elsewhere (a
+        parameter, another object's attribute) of a type that may change in
+        place or that cachelint cannot resolve: whoever else holds a
+        reference to that object may change it, and cachelint does not
+        follow references. (Objects of classes of the tree are followed:
+        their attribute writes count wherever they are.)"""
         p, f, c = self.p, s.function, s.call
         parts = [] if c.is_read else [*c.args, *(v for _kw, v in c.kwargs)]
         if c.func[0] == "attr" and (s.callee is None or p.callee_function(s.callee) is None):
             parts.append(c.func[1])
         for part in parts:
             bits = (dotted(part) or "").split(".")
-            if len(bits) != 2 or bits[0] != f.self_name or p.lookup_method(cls, bits[1]) is not None:
+            if len(bits) < 2 or bits[0] != f.self_name or p.lookup_method(cls, bits[1]) is not None:
                 continue
-            for w, a in p.self_attr_writers(cls, bits[1]):
-                if w.name not in CONSTRUCTORS:
+            # the object read whole: ``self.a`` as the constructor binds it, or
+            # ``self.a.b`` as any statement of the tree binds a ``.b``
+            binds = p.self_attr_writers(cls, bits[1]) if len(bits) == 2 else p.writers(bits[-1])
+            for w, a in binds:
+                if len(bits) == 2 and w.name not in CONSTRUCTORS:
                     continue  # reported as another writer
                 origin = self._shared_origin(w, a.value)
                 if origin is not None:
@@ -264,6 +282,10 @@ class InitHoists(InputAnalysis):
         (whose attribute writes are followed wherever they are)."""
         p = self.p
         if _builtin_container(e):
+            if e[0] in ("list", "dict") or (e[0] == "call" and e[1] in _MUTABLE_BUILDERS):
+                # fresh, but whoever reads the attribute gets the same object
+                # and may keep it; cachelint does not follow such references
+                return f"a `{e[0] if e[0] != 'call' else e[1][1]}`"
             return None
         if e[0] == "call":
             callee = p.canon(e[1], p.context(init))
