@@ -184,8 +184,9 @@ def check(
         if unsafe_fixes is None:
             unsafe_fixes = config.unsafe_fixes  # presets never set it
         if fix and analysis is not None:
+            handed, analysis = [analysis], None  # run_fix_passes holds the only reference
             done = run_fix_passes(
-                analysis,
+                handed,
                 findings,
                 rules,
                 unsafe_fixes=bool(unsafe_fixes),

@@ -125,3 +125,30 @@ def test_parallel_rewrite_equals_serial(tmp_path: Path, monkeypatch: pytest.Monk
     assert [(ff.path, ff.new, ff.error) for ff in serial] == [(ff.path, ff.new, ff.error) for ff in parallel]
     assert [[id(f) for f in ff.findings] for ff in serial] == [[id(f) for f in ff.findings] for ff in parallel]
     assert all(ff.new != ff.old for ff in parallel)
+
+
+def test_a_later_pass_frees_the_first_analysis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_fix_passes`` holds the only reference to the analysis it is
+    handed, and takes it apart before a later pass builds its own (a fix run
+    needs the memory of one analysis, not two)."""
+    from cachelint import api
+    from cachelint.apply import passes
+    from cachelint.config import load_config_file
+
+    src = FIXTURES / "soundness" / "hoist_control_local_unchanged_arg" / "project"
+    work = tmp_path / "project"
+    shutil.copytree(src, work)
+    monkeypatch.chdir(work)
+    states: list[tuple[bool, bool]] = []
+    original = passes._reanalyse
+
+    def spy(analysis, *args, **kwargs):
+        new = original(analysis, *args, **kwargs)
+        # the old analysis is emptied by the time the new one exists
+        states.append((bool(vars(analysis)), bool(vars(new))))
+        return new
+
+    monkeypatch.setattr(passes, "_reanalyse", spy)
+    result = api.check(["."], load_config_file(work / "pyproject.toml"), fix=True)
+    assert result.fixed, "the fixture has a safe fix, so a second pass runs"
+    assert states == [(False, True)]

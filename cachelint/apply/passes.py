@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..index.records import FileIndex
 from ..index.walk import index_source
 from ..model import Finding
 from ..rules.runner import run_rules
@@ -41,7 +42,7 @@ class FixOutcome:
 
 
 def run_fix_passes(
-    analysis: Analysis,
+    analysis: Analysis | list[Analysis],
     findings: list[Finding],
     rules: Sequence[type],
     *,
@@ -57,7 +58,13 @@ def run_fix_passes(
     ``write``: write each pass's files (``--fix``); otherwise keep them in
     memory (``--diff``). ``reported`` chooses and sorts the findings to
     report and fix from a pass's raw findings. ``jobs``: cores for rewriting.
+    ``analysis`` may come as a one-item list that this function empties, so
+    that the caller holds no reference to it: the first pass's analysis is
+    then freed before the second is built, and a fix run needs the memory
+    of one analysis, not two.
     """
+    if isinstance(analysis, list):
+        analysis = analysis.pop()
     out = FixOutcome(findings=findings)
     texts: dict[str, str] = {}  # path -> its text after the passes so far
     # --diff: path -> those texts' bytes, as --fix would write them (--fix
@@ -65,6 +72,10 @@ def run_fix_passes(
     payloads: dict[str, bytes] = {}
     first: dict[str, FileFix] = {}  # path -> its fix, from the text before any pass
     invariants = analysis.invariants
+
+    def release() -> None:
+        pass
+
     for n in range(MAX_FIX_PASSES):
         digests = {path: fi.digest for path, fi in analysis.program.modules_by_path.items()}
         if progress is not None:
@@ -109,7 +120,7 @@ def run_fix_passes(
                 first[ff.path] = ff
         if not changed or n + 1 == MAX_FIX_PASSES:
             break
-        analysis = _reanalyse(analysis, {ff.path: ff.new for ff in changed}, invariants, payloads)
+        analysis = _reanalyse(analysis, {ff.path: ff.new for ff in changed}, invariants, payloads, release)
         raw, flags = run_rules(analysis, rules)
         findings = reported([f for f, s in zip(raw, flags) if not s])
         out.findings = findings
@@ -118,18 +129,45 @@ def run_fix_passes(
 
 
 def _reanalyse(
-    analysis: Analysis, new_texts: dict[str, str], invariants: list[Invariant] | None, payloads: dict[str, bytes]
+    analysis: Analysis,
+    new_texts: dict[str, str],
+    invariants: list[Invariant] | None,
+    payloads: dict[str, bytes],
+    release: Callable[[], None] | None = None,
 ) -> Analysis:
     """The analysis of the tree with ``new_texts`` replacing some files: those
     indexed again from their new text, every other index reused; every stage
-    that reads source text reads ``payloads`` (the rewritten files' bytes)."""
+    that reads source text reads ``payloads`` (the rewritten files' bytes).
+    ``release``: called once the old analysis is no longer needed here, to
+    free it before the new one is built (one analysis alive at a time)."""
     from ..facts.analysis import Analysis
 
     indexes = [
         index_source(new_texts[fi.path], fi.path, fi.module, fi.is_package) if fi.path in new_texts else fi
         for fi in analysis.program.indexes
     ]
-    return Analysis(indexes, analysis.config, invariants, analysis.lock_path, dict(payloads))
+    config, lock_path = analysis.config, analysis.lock_path
+    if release is not None:
+        _dismantle(analysis)
+    del analysis
+    if release is not None:
+        release()
+    return Analysis(indexes, config, invariants, lock_path, dict(payloads))
+
+
+def _dismantle(analysis: Analysis) -> None:
+    """Drop what the analysis and its parts hold (their attributes), so that
+    reference counting frees them: the analysis is frozen out of the cyclic
+    GC's reach for the run, and a collection of the whole heap to find its
+    cycles costs seconds. The indexes it shares with the next analysis are
+    not touched."""
+    shared = {id(analysis.config)}  # the next analysis is built with the same configuration
+    parts = [v for k, v in vars(analysis).items() if k != "config"]
+    parts += [v for v in vars(analysis.program).values() if hasattr(v, "__dict__")]
+    for part in parts:
+        if hasattr(part, "__dict__") and not isinstance(part, (type, FileIndex)) and id(part) not in shared:
+            vars(part).clear()
+    vars(analysis).clear()
 
 
 def _invariants(analysis: Analysis, rules: Sequence[type], fixed: list[Finding]) -> list[Invariant]:
