@@ -379,6 +379,25 @@ class CacheAnalysis:
             notes.append(f"no access path to `{site.owner}` is in scope here")
         return Use(site, g, c, x, replacement, left, texts, reasons, notes)
 
+    def _self_handed_before_fill(self, hz) -> tuple | None:
+        """(constructor, call): a call made before the fill that cachelint
+        cannot resolve and that is given the object being built (``self``,
+        or one of its bound methods, as an argument): it may call any of the
+        object's methods before the fill has run."""
+        from ..semantic.callgraph import resolve_call
+
+        p = self.program
+        for f, c in hz.pre_fill_calls:
+            if f.self_name is None or resolve_call(p, f, c) is not None:
+                continue
+            me = ("name", f.self_name)
+            for arg in (*c.args, *(v for _k, v in c.kwargs)):
+                if arg == me or (
+                    arg[0] == "attr" and arg[1] == me and p.lookup_method(f.class_qualname or "", arg[2]) is not None
+                ):
+                    return f, c
+        return None
+
     # ----- what else the rewrite relies on (see facts.hazards) -----------------------------
     def _hazard_reasons(self, site: CacheSite, hz, g: FunctionInfo, c: CallSite, ctx, x, xt, replacement) -> list:
         p = self.program
@@ -403,6 +422,15 @@ class CacheAnalysis:
                 f"`{ctor.qualname}` calls `{render(call.func)}` (line {call.line}){via} before it assigns "
                 f"`{site.attr}` (line {site.call.line})"
             )
+        elif g.self_name is not None:
+            handed = self._self_handed_before_fill(hz)
+            if handed is not None:
+                ctor, call = handed
+                out.append(
+                    f"`{g.qualname}` may run while the object is being built, before the fill: "
+                    f"`{ctor.qualname}` hands the object to `{render(call.func)}(...)` (line {call.line}), "
+                    f"which cachelint cannot resolve, before it assigns `{site.attr}` (line {site.call.line})"
+                )
         # writers with a computed name: one reason each, naming what they may rebind
         dynamic: dict = {}
         for dep in hz.dependencies:

@@ -108,7 +108,8 @@ class CachedValueRecomputed(Rule):
        `__init__` or a dataclass's `__post_init__`, not in a loop, an `except`
        handler, a `try` whose `except` goes on, or a `with suppress(...)`;
        every subclass's constructor calls it; and no call the constructor
-       makes before the fill reaches the reading function.
+       makes before the fill reaches the reading function, or hands the
+       object (``self``, a bound method) to code cachelint cannot resolve.
     2. *Its guard holds.* Every condition that can skip the fill, the early
        `return`s of any `if`/`elif`/`else` branch, `with` or `try` body
        included, is implied by the conditions the read runs under.

@@ -149,7 +149,9 @@ class ExpensiveCallOnHotPath(Rule):
       right of ``and``/``or``, in a ``try`` whose handler catches its
       errors; an ``assert`` is no condition), unless the catalog declares it
       ``total`` (never raises, like ``torch.cuda.is_available``);
-      ``__init__`` has no early return and does not itself reach the method;
+      ``__init__`` has no early return, does not itself reach the method,
+      and hands the object to no call cachelint cannot resolve (a platform
+      hook given ``self`` may call the method before the attribute is set);
       no input is a ``cached_property`` or another descriptor but a plain
       property (read at the end of ``__init__``, it would see and keep the
       attributes as they are then); the object can take the new attribute
