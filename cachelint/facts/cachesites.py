@@ -37,7 +37,7 @@ from ..semantic.values import CallRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 from ..semantic.writes import Writes
 from .catalog import Catalog
 from .cost import CostModel
-from .hazards import MAX_SHOWN, MUTATING_METHODS, Hazards, summarise, writer_text
+from .hazards import MAX_SHOWN, MUTATING_METHODS, Hazards, hands_self, summarise, writer_text
 
 
 @dataclass
@@ -379,25 +379,6 @@ class CacheAnalysis:
             notes.append(f"no access path to `{site.owner}` is in scope here")
         return Use(site, g, c, x, replacement, left, texts, reasons, notes)
 
-    def _self_handed_before_fill(self, hz) -> tuple | None:
-        """(constructor, call): a call made before the fill that cachelint
-        cannot resolve and that is given the object being built (``self``,
-        or one of its bound methods, as an argument): it may call any of the
-        object's methods before the fill has run."""
-        from ..semantic.callgraph import resolve_call
-
-        p = self.program
-        for f, c in hz.pre_fill_calls:
-            if f.self_name is None or resolve_call(p, f, c) is not None:
-                continue
-            me = ("name", f.self_name)
-            for arg in (*c.args, *(v for _k, v in c.kwargs)):
-                if arg == me or (
-                    arg[0] == "attr" and arg[1] == me and p.lookup_method(f.class_qualname or "", arg[2]) is not None
-                ):
-                    return f, c
-        return None
-
     # ----- what else the rewrite relies on (see facts.hazards) -----------------------------
     def _hazard_reasons(self, site: CacheSite, hz, g: FunctionInfo, c: CallSite, ctx, x, xt, replacement) -> list:
         p = self.program
@@ -423,7 +404,8 @@ class CacheAnalysis:
                 f"`{site.attr}` (line {site.call.line})"
             )
         elif g.self_name is not None:
-            handed = self._self_handed_before_fill(hz)
+            # a call made before the fill that hands the object to code cachelint cannot resolve
+            handed = next(((f, c) for f, c in hz.pre_fill_calls if hands_self(p, f, c)), None)
             if handed is not None:
                 ctor, call = handed
                 out.append(

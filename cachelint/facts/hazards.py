@@ -727,6 +727,21 @@ def _subexpressions(e) -> list:
     return out
 
 
+def hands_self(p: Program, f: FunctionInfo, c) -> bool:
+    """Call ``c`` of method ``f`` is one cachelint cannot resolve, and it is
+    given the object ``f`` runs on (``self``, or one of its bound methods,
+    as an argument): it may call any of the object's methods there."""
+    from ..semantic.callgraph import resolve_call
+
+    if f.self_name is None or resolve_call(p, f, c) is not None:
+        return False
+    me = ("name", f.self_name)
+    return any(
+        arg == me or (arg[0] == "attr" and arg[1] == me and p.lookup_method(f.class_qualname or "", arg[2]) is not None)
+        for arg in (*c.args, *(v for _k, v in c.kwargs))
+    )
+
+
 def _super_calls(f: FunctionInfo, name: str) -> list[int]:
     """Lines where ``f`` calls ``super().<name>(...)`` or ``Base.<name>(self, ...)``."""
     out = []

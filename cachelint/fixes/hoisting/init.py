@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from ...facts.hazards import hands_self
 from ...index.expr import dotted, render
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
@@ -99,7 +100,7 @@ class InitHoists(InputAnalysis):
         if self._init_reaches(init, f):
             reasons.append(f"`{init.qualname}` reaches `{f.name}`, which would read the attribute before it is set")
         else:
-            handed = self._init_hands_self(init)
+            handed = next((c for c in init.calls if hands_self(self.p, init, c)), None)
             if handed is not None:
                 reasons.append(
                     f"`{init.qualname}` hands the object to `{render(handed.func)}(...)` (line {handed.line}), which "
@@ -559,22 +560,6 @@ class InitHoists(InputAnalysis):
                     ):
                         reasons.append(f"module variable `{n}` is assigned in `{g.qualname}`")
                         break
-
-    def _init_hands_self(self, init: FunctionInfo):
-        """A call of the constructor that cachelint cannot resolve and that
-        is given the object (``self``, or one of its bound methods): it may
-        call the object's methods before the constructor ends."""
-        p = self.p
-        me = ("name", init.self_name)
-        for call in init.calls:
-            if resolve_call(p, init, call) is not None:
-                continue
-            for arg in (*call.args, *(v for _k, v in call.kwargs)):
-                if arg == me or (
-                    arg[0] == "attr" and arg[1] == me and p.lookup_method(init.class_qualname or "", arg[2]) is not None
-                ):
-                    return call
-        return None
 
     def _init_reaches(self, init: FunctionInfo, f: FunctionInfo) -> bool:
         p = self.p
