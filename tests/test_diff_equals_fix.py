@@ -152,3 +152,27 @@ def test_a_later_pass_frees_the_first_analysis(tmp_path: Path, monkeypatch: pyte
     result = api.check(["."], load_config_file(work / "pyproject.toml"), fix=True)
     assert result.fixed, "the fixture has a safe fix, so a second pass runs"
     assert states == [(False, True)]
+
+
+def test_an_analysis_handed_over_directly_is_left_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only an analysis ``run_fix_passes`` owns (handed over in a list) is
+    taken apart; a caller that passes its own keeps a whole one."""
+    from cachelint import api
+    from cachelint.apply.passes import run_fix_passes
+    from cachelint.config import load_config_file
+    from cachelint.rules import select_rules
+    from cachelint.rules.runner import run_rules
+
+    src = FIXTURES / "soundness" / "hoist_control_local_unchanged_arg" / "project"
+    work = tmp_path / "project"
+    shutil.copytree(src, work)
+    monkeypatch.chdir(work)
+    analysis, _files = api.analyse(["."], load_config_file(work / "pyproject.toml"), jobs=1)
+    rules = select_rules(analysis.config.select, analysis.config.ignore)
+    raw, flags = run_rules(analysis, rules)
+    findings = [f for f, s in zip(raw, flags) if not s]
+    done = run_fix_passes(
+        analysis, findings, rules, unsafe_fixes=False, write=False, roots=["."], reported=lambda raw: raw
+    )
+    assert done.fixed, "the fixture has a safe fix, so a second pass runs"
+    assert vars(analysis) and analysis.program.indexes

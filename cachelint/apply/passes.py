@@ -60,9 +60,10 @@ def run_fix_passes(
     report and fix from a pass's raw findings. ``jobs``: cores for rewriting.
     ``analysis`` may come as a one-item list that this function empties, so
     that the caller holds no reference to it: the first pass's analysis is
-    then freed before the second is built, and a fix run needs the memory
-    of one analysis, not two.
+    then taken apart before the second is built, and a fix run needs the
+    memory of one analysis, not two. One handed over directly is left whole.
     """
+    owned = isinstance(analysis, list)  # the analysis is ours to take apart
     if isinstance(analysis, list):
         analysis = analysis.pop()
     out = FixOutcome(findings=findings)
@@ -72,9 +73,6 @@ def run_fix_passes(
     payloads: dict[str, bytes] = {}
     first: dict[str, FileFix] = {}  # path -> its fix, from the text before any pass
     invariants = analysis.invariants
-
-    def release() -> None:
-        pass
 
     for n in range(MAX_FIX_PASSES):
         digests = {path: fi.digest for path, fi in analysis.program.modules_by_path.items()}
@@ -120,7 +118,8 @@ def run_fix_passes(
                 first[ff.path] = ff
         if not changed or n + 1 == MAX_FIX_PASSES:
             break
-        analysis = _reanalyse(analysis, {ff.path: ff.new for ff in changed}, invariants, payloads, release)
+        analysis = _reanalyse(analysis, {ff.path: ff.new for ff in changed}, invariants, payloads, owned)
+        owned = True  # every later analysis is built here
         raw, flags = run_rules(analysis, rules)
         findings = reported([f for f, s in zip(raw, flags) if not s])
         out.findings = findings
@@ -133,13 +132,13 @@ def _reanalyse(
     new_texts: dict[str, str],
     invariants: list[Invariant] | None,
     payloads: dict[str, bytes],
-    release: Callable[[], None] | None = None,
+    dismantle: bool = False,
 ) -> Analysis:
     """The analysis of the tree with ``new_texts`` replacing some files: those
     indexed again from their new text, every other index reused; every stage
     that reads source text reads ``payloads`` (the rewritten files' bytes).
-    ``release``: called once the old analysis is no longer needed here, to
-    free it before the new one is built (one analysis alive at a time)."""
+    ``dismantle``: take the old analysis apart before the new one is built
+    (one analysis alive at a time); only for an analysis nobody else holds."""
     from ..facts.analysis import Analysis
 
     indexes = [
@@ -147,11 +146,9 @@ def _reanalyse(
         for fi in analysis.program.indexes
     ]
     config, lock_path = analysis.config, analysis.lock_path
-    if release is not None:
+    if dismantle:
         _dismantle(analysis)
     del analysis
-    if release is not None:
-        release()
     return Analysis(indexes, config, invariants, lock_path, dict(payloads))
 
 
