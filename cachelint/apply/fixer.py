@@ -287,7 +287,7 @@ def _apply_windowed(text: str, edits: list, path: str):
     module's scopes. Returns the codemod's result type."""
     import ast
 
-    from codemods._common import ApplyResult, FixError
+    from codemods._common import ApplyResult, FixError, _first_line
     from codemods.replace_expression import apply_edits
 
     try:
@@ -298,7 +298,7 @@ def _apply_windowed(text: str, edits: list, path: str):
     lines = _LINE.findall(text)
     ranges: list[list[int]] = []
     for stmt in tree.body:
-        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+        start = _first_line(stmt)
         end = stmt.end_lineno or stmt.lineno
         if ranges and start <= ranges[-1][1]:  # `a = 1; b = 2` share a line
             ranges[-1][1] = max(ranges[-1][1], end)

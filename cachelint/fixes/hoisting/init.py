@@ -244,12 +244,11 @@ class InitHoists(InputAnalysis):
                 return f"`{k.rsplit('.', 1)[-1]}` is a tuple: assigning `self.{attr}` raises"
         # a class without `__slots__` gives its instances a `__dict__`; when every
         # class of the tree in the MRO has them, nothing shows that one exists
-        slotted = [k for k in mro if "__slots__" in p.classes[k].class_attrs]
-        if slotted and all(
+        if mro and all(
             "__slots__" in p.classes[k].class_attrs and "__dict__" not in render(p.classes[k].class_attrs["__slots__"])
             for k in mro
         ):
-            return f"`{slotted[0].rsplit('.', 1)[-1]}` declares `__slots__` without `{attr}`: assigning it raises"
+            return f"`{mro[0].rsplit('.', 1)[-1]}` declares `__slots__` without `{attr}`: assigning it raises"
         return None
 
     def _check_shared_inputs(self, s: Site, cls: str, reasons: list) -> None:

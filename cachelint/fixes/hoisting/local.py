@@ -94,6 +94,11 @@ def _iterates(planner, g: FunctionInfo, name: str, depth: int) -> bool:
     return False
 
 
+def _param_annotation(f: FunctionInfo, name: str):
+    """The annotation of ``f``'s parameter ``name`` (None: none, or no such parameter)."""
+    return next((q.annotation for q in f.params if q.name == name), None)
+
+
 _SUSPENDS = {ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield from"}
 
 
@@ -401,11 +406,7 @@ class LocalHoists(InitHoists):
         if _builtin_container(e):
             return True
         if e[0] == "name":
-            binds = self.p.context(f).locals.get(e[1]) or []
-            if binds and all(_builtin_container(a.value) for a in binds):
-                return True
-            ann = next((q.annotation for q in f.params if q.name == e[1]), None)
-            if ann is not None and _annotation_ok(ann, _COLLECTIONS):
+            if self._local_container(f, e[1]) or _annotation_ok(_param_annotation(f, e[1]), _COLLECTIONS):
                 return True
         if e[0] == "attr":
             # every binding of the attribute, through any receiver, makes a
@@ -413,12 +414,7 @@ class LocalHoists(InitHoists):
             binds = self.p.writers(e[2])
             if binds and all(
                 _builtin_container(a.value)
-                or (
-                    a.value[0] == "name"
-                    and _annotation_ok(
-                        next((q.annotation for q in w.params if q.name == a.value[1]), None), _COLLECTIONS
-                    )
-                )
+                or (a.value[0] == "name" and _annotation_ok(_param_annotation(w, a.value[1]), _COLLECTIONS))
                 for w, a in binds
             ):
                 return True
@@ -436,8 +432,8 @@ class LocalHoists(InitHoists):
             return False
         recv = c.func[1]
         if recv[0] == "name":
-            binds = [a.value for a in self.p.context(f).locals.get(recv[1]) or []]
-        elif recv[0] == "attr" and recv[1] == ("name", f.self_name):
+            return self._local_container(f, recv[1])
+        if recv[0] == "attr" and recv[1] == ("name", f.self_name):
             # ``self.lens.append(n)``: every binding of the attribute makes a builtin
             # container (in the class's family, and through any receiver but another class's ``self``)
             family = {*self.p.mro(f.class_qualname or ""), *self.p.subclasses(f.class_qualname or "")}
@@ -446,9 +442,13 @@ class LocalHoists(InitHoists):
                 for w, a in self.p.writers(recv[2])
                 if w.class_qualname in family or a.target[1] != ("name", w.self_name)
             ]
-        else:
-            return False
-        return bool(binds) and all(_builtin_container(b) for b in binds)
+            return bool(binds) and all(_builtin_container(b) for b in binds)
+        return False
+
+    def _local_container(self, f: FunctionInfo, name: str) -> bool:
+        """Every binding of local ``name`` of ``f`` builds a builtin container."""
+        binds = self.p.context(f).locals.get(name) or []
+        return bool(binds) and all(_builtin_container(a.value) for a in binds)
 
     def _sealed(self, v: tuple) -> bool:
         """No call can change what ``v`` reads: a constant, a parameter
@@ -461,8 +461,7 @@ class LocalHoists(InitHoists):
             return True
         if isinstance(root, ParamRoot):
             fn = self.p.functions.get(root.function)
-            ann = next((q.annotation for q in fn.params if q.name == root.name), None) if fn is not None else None
-            return _annotation_ok(ann, _IMMUTABLE)
+            return fn is not None and _annotation_ok(_param_annotation(fn, root.name), _IMMUTABLE)
         if isinstance(root, CallRoot):
             callee = root.callee
             return (
