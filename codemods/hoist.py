@@ -112,7 +112,7 @@ class HoistCommand(ReplaceExpressionsCommand):
             return tree
         self._inserts = {}
         self._pos = None
-        self._positions(tree, edits)
+        self._positions(tree, edits)  # for every edit: _match hands the base class the replacements only
         self._match(tree, edits)
         if not self._targets and not self._inserts:
             return tree

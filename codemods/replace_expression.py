@@ -218,7 +218,6 @@ class ReplaceExpressionsCommand(VisitorBasedCodemodCommand):
         if not edits:
             return tree
         self._pos = None
-        self._positions(tree, edits)
         self._match(tree, edits)
         if not self._targets:
             return tree
