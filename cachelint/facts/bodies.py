@@ -30,7 +30,6 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from ..files import decode_source, source_digest, split_lines
 from ..index.records import FunctionInfo
 from ..index.walk import parse_function
 
@@ -61,6 +60,60 @@ def always_exits(body: list) -> bool:
     if isinstance(last, ast.If):
         return always_exits(last.body) and always_exits(last.orelse)
     return False
+
+
+def _children(n: ast.AST, parent: dict) -> list[ast.AST]:
+    """``n``'s child nodes in field order (as ``ast.iter_child_nodes``), each
+    entered in ``parent`` as (``n``, field, index or None)."""
+    kids = []
+    for fname in n._fields:
+        v = getattr(n, fname, None)
+        if v.__class__ is list:
+            for i, x in enumerate(v):
+                if isinstance(x, ast.AST):
+                    parent[id(x)] = (n, fname, i)
+                    kids.append(x)
+        elif isinstance(v, ast.AST):
+            parent[id(v)] = (n, fname, None)
+            kids.append(v)
+    return kids
+
+
+def _parents_below(kids: list, parent: dict) -> None:
+    stack = list(kids)
+    while stack:
+        stack.extend(_children(stack.pop(), parent))
+
+
+def walk_scope(node: ast.AST):
+    """The nodes of a function body, not those of nested functions, lambdas or
+    classes: a stack walk, last child first (:meth:`Body.scope_nodes` gives
+    the same from one walk of the body)."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, _SCOPES):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def walk_code(fn: ast.AST):
+    """The nodes of a function's statements that run (not its signature, its
+    decorators, annotations, nested scopes)."""
+    stack = list(getattr(fn, "body", []))
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, _SCOPES):
+            continue
+        for fname, value in ast.iter_fields(n):
+            if isinstance(n, ast.AnnAssign) and fname == "annotation":
+                continue
+            if isinstance(value, list):
+                stack.extend(x for x in value if isinstance(x, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
 
 
 @dataclass(frozen=True)
@@ -130,15 +183,64 @@ class Body:
         self.node = node
         self.shift = shift
         self.lines = lines
+        self._code: list[ast.AST] | None = None
         self._parent: dict[int, tuple[ast.AST, str, int | None]] = {}
-        for parent in ast.walk(node):
-            for fname, value in ast.iter_fields(parent):
-                if isinstance(value, list):
-                    for i, item in enumerate(value):
-                        if isinstance(item, ast.AST):
-                            self._parent[id(item)] = (parent, fname, i)
-                elif isinstance(value, ast.AST):
-                    self._parent[id(value)] = (parent, fname, None)
+        # the def's nodes, nested scopes' insides apart, in the order a stack
+        # walk yields them (last child first), and where each node's own
+        # nodes are in it: ``scope_nodes`` answers from one walk of the body
+        self._order: list[ast.AST] = []
+        self._spans: dict[int, tuple[int, int]] = {}
+        self._index(node)
+
+    def _index(self, root: ast.AST) -> None:
+        parent, order, spans = self._parent, self._order, self._spans
+        stack: list = [root]
+        while stack:
+            n = stack.pop()
+            if n.__class__ is tuple:  # all of a node's own nodes are in order
+                spans[n[0]] = (n[1], len(order))
+                continue
+            at = len(order)
+            order.append(n)
+            kids = _children(n, parent)
+            if n is not root and isinstance(n, _SCOPES):
+                spans[id(n)] = (at, at + 1)  # its insides are not walked
+                _parents_below(kids, parent)  # a nested scope: in the parent map only
+            else:
+                stack.append((id(n), at))
+                stack.extend(kids)
+
+    def scope_nodes(self, node: ast.AST) -> list[ast.AST]:
+        """The nodes below ``node``, not inside nested functions, lambdas or
+        classes, in :func:`~cachelint.facts.repeats.walk_scope`'s order."""
+        span = self._spans.get(id(node))
+        if span is None or self._order[span[0]] is not node or (node is not self.node and isinstance(node, _SCOPES)):
+            return list(walk_scope(node))
+        return self._order[span[0] + 1 : span[1]]
+
+    @property
+    def code_nodes(self) -> list[ast.AST]:
+        """The nodes of the def's statements that run (not its signature,
+        decorators, annotations, nested scopes), in :func:`walk_code`'s order;
+        computed once. The statements are siblings, so their nodes are one
+        run of the walk's order, from the last statement's to the first's;
+        the annotations of ``x: T = v`` are cut out of it."""
+        if self._code is None:
+            stmts = getattr(self.node, "body", None)
+            if not stmts or self._order[0] is not self.node:
+                self._code = list(walk_code(self.node))
+                return self._code
+            order, spans = self._order, self._spans
+            lo, hi = spans[id(stmts[-1])][0], spans[id(stmts[0])][1]
+            out: list[ast.AST] = []
+            for n in order[lo:hi]:
+                if isinstance(n, ast.AnnAssign):
+                    a, b = spans[id(n.annotation)]
+                    out.extend(order[lo:a])
+                    lo = b
+            out.extend(order[lo:hi])
+            self._code = out
+        return self._code
 
     # ----- positions ----------------------------------------------------------------
     def line_of(self, node: ast.AST) -> int:
@@ -464,24 +566,11 @@ class Bodies:
 
     def __init__(self, program) -> None:
         self.program = program
-        self._lines: dict[str, list[str] | None] = {}
         self._bodies: dict[str, Body | None] = {}
 
     def lines(self, path: str) -> list[str] | None:
         """The file's lines as indexed; None if unreadable or changed since."""
-        if path in self._lines:
-            return self._lines[path]
-        lines = None
-        try:
-            source = decode_source(self.program.source_bytes(path))
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
-            source = None
-        if source is not None:
-            fi = self.program.modules_by_path.get(path)
-            if fi is None or not fi.digest or fi.digest == source_digest(source):
-                lines = split_lines(source)
-        self._lines[path] = lines
-        return lines
+        return self.program.source_lines(path)
 
     def body(self, f: FunctionInfo) -> Body | None:
         key = f.qualname + "@" + f.path + ":" + str(f.line)

@@ -29,7 +29,6 @@ and ties each read to its getter and cost (:func:`property_read_sites`).
 
 from __future__ import annotations
 
-from ..files import decode_source, source_digest, split_lines
 from ..index.records import CallSite, FunctionInfo
 from ..index.walk import function_reads
 from ..semantic.callgraph import HotPaths
@@ -98,13 +97,9 @@ def hot_property_reads(program: Program, hot: HotPaths, names) -> list[tuple[Fun
         in_file = named_in(data, names)
         if not in_file:
             continue
-        try:
-            source = decode_source(data)
-        except (SyntaxError, UnicodeDecodeError, LookupError):
-            continue
-        if fi.digest and fi.digest != source_digest(source):
-            continue  # changed since it was indexed: positions would not match
-        lines = split_lines(source)
+        lines = program.source_lines(path)
+        if lines is None:
+            continue  # undecodable, or changed since it was indexed: positions would not match
         seen: set = set()
         for f in sorted(hot_files[path], key=lambda g: (g.line, g.qualname)):
             reads = watched_reads(lines, f, in_file)

@@ -13,7 +13,7 @@ import ast
 import builtins
 
 from ..index.expr import dotted
-from .bodies import always_exits
+from .bodies import always_exits, walk_scope
 from .state import is_mutator
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -36,47 +36,24 @@ def char_col(body, line: int, col: int) -> int:
     return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
 
 
-def walk_scope(node: ast.AST):
-    """The nodes of a function body, not those of nested functions, lambdas or classes."""
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, SCOPES):
-            continue
-        stack.extend(ast.iter_child_nodes(n))
-
-
 def class_like(name: str) -> bool:
     """A name that calls a class: ``Foo``, ``cls``, ``self.parser_cls``, ``tokenizer_class``."""
     return name[:1].isupper() or name in ("cls", "klass") or name.endswith(("_cls", "_class"))
 
 
-def walk_code(fn: ast.AST):
-    """The nodes of a function's statements that run (not its signature, its
-    decorators, annotations, nested scopes)."""
-    stack = list(getattr(fn, "body", []))
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, SCOPES):
-            continue
-        for fname, value in ast.iter_fields(n):
-            if isinstance(n, ast.AnnAssign) and fname == "annotation":
-                continue
-            if isinstance(value, list):
-                stack.extend(x for x in value if isinstance(x, ast.AST))
-            elif isinstance(value, ast.AST):
-                stack.append(value)
+def _nodes(node: ast.AST, include_self: bool, body) -> list:
+    below = body.scope_nodes(node) if body is not None else list(walk_scope(node))
+    return [node, *below] if include_self else below
 
 
-def stores(node: ast.AST, include_self: bool = False) -> dict[str, list[int]]:
+def stores(node: ast.AST, include_self: bool = False, body=None) -> dict[str, list[int]]:
     """Names bound in ``node`` (a body, or a loop with its target), with the
     (0-based-shift-free) source lines: assignments, loop and comprehension
-    targets, ``with ... as``, ``except ... as``, walrus, ``del``, imports."""
+    targets, ``with ... as``, ``except ... as``, walrus, ``del``, imports.
+    With ``body`` (the :class:`~cachelint.facts.bodies.Body` holding
+    ``node``), from its one walk."""
     out: dict[str, list[int]] = {}
-    nodes = [node, *walk_scope(node)] if include_self else list(walk_scope(node))
-    for n in nodes:
+    for n in _nodes(node, include_self, body):
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             out.setdefault(n.id, []).append(n.lineno)
         elif isinstance(n, ast.ExceptHandler) and n.name:
@@ -103,12 +80,11 @@ def chains(e, out: list) -> None:
             chains(part, out)
 
 
-def mutations(node: ast.AST, include_self: bool = False) -> list[tuple[str, int]]:
+def mutations(node: ast.AST, include_self: bool = False, body=None) -> list[tuple[str, int]]:
     """What ``node`` changes in place, as (dotted chain, AST line): ``x.append(..)``
     (and the other mutators), ``x[k] = v``, ``del x[k]``, ``x.a = v``, ``x += ..``."""
     out: list[tuple[str, int]] = []
-    nodes = [node, *walk_scope(node)] if include_self else list(walk_scope(node))
-    for n in nodes:
+    for n in _nodes(node, include_self, body):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and is_mutator(n.func.attr):
             if plain(n.func.value):
                 out.append((ast.unparse(n.func.value), n.lineno))
@@ -159,11 +135,11 @@ def compatible(uses: list, body) -> list:
     return kept
 
 
-def suspends(loop: ast.AST) -> bool:
+def suspends(loop: ast.AST, body=None) -> bool:
     """The loop is an ``async for`` or awaits in its body (nested scopes apart)."""
     if isinstance(loop, ast.AsyncFor):
         return True
-    return any(isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for n in walk_scope(loop))
+    return any(isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for n in _nodes(loop, False, body))
 
 
 def returns_after(body, node: ast.AST, later: ast.AST) -> bool:

@@ -633,11 +633,11 @@ class _Function:
     @functools.cached_property
     def stores(self) -> dict[str, list[int]]:
         """Names bound in the body (nested scopes apart), with their AST lines."""
-        return repeats.stores(self.body.node)
+        return repeats.stores(self.body.node, body=self.body)
 
     @functools.cached_property
     def mutations(self) -> list[tuple[str, int]]:
-        return repeats.mutations(self.body.node)
+        return repeats.mutations(self.body.node, body=self.body)
 
     def node(self, c: CallSite) -> ast.AST | None:
         """The call node the index recorded at ``c``'s span (one walk of the body for all)."""
@@ -645,7 +645,7 @@ class _Function:
         if self._nodes is None:
             self._nodes = {
                 (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset): n
-                for n in repeats.walk_code(body.node)
+                for n in body.code_nodes
                 if isinstance(n, ast.Call)
             }
         sh = body.shift
@@ -994,13 +994,17 @@ class _Function:
         names_in(("call", c0.func, c0.args, c0.kwargs), names)
         if isinstance(loop, ast.While) and not cal.cost.pure:
             return None  # a `while` loop ends because something in it changes: perhaps this very call
-        if not cal.cost.pure and repeats.suspends(loop):
+        if not cal.cost.pure and repeats.suspends(loop, self.body):
             return None  # other tasks run at each `await`: they may change what the call reads
-        bound = repeats.stores(loop, include_self=True)
+        bound = repeats.stores(loop, include_self=True, body=self.body)
         if any(n in bound for n in names):
             return None  # the loop rebinds an input (its target included)
         used = self._input_chains(c0)
-        if any(repeats.related(m, u) for m, _line in repeats.mutations(loop, include_self=True) for u in used):
+        if any(
+            repeats.related(m, u)
+            for m, _line in repeats.mutations(loop, include_self=True, body=self.body)
+            for u in used
+        ):
             return None  # the loop changes an input in place
         if any(repeats.always_leaves(self.body, node, loop) for _c, node in uses):
             return None  # runs once, then the loop is left
@@ -1059,7 +1063,7 @@ class _Function:
         lo, hi = getattr(first, "lineno", 0), getattr(last, "lineno", 0)
         return any(
             isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) and lo <= n.lineno <= hi
-            for n in repeats.walk_code(self.body.node)
+            for n in self.body.code_nodes
         )
 
     def _input_chains(self, c: CallSite) -> list[str]:
@@ -1137,7 +1141,7 @@ class _Function:
         ``del T[k]`` or ``T[k] = v`` count as lookups; after that, the table changed)."""
         body = self.body
         groups: dict[str, list] = {}
-        for node in repeats.walk_code(body.node):
+        for node in body.code_nodes:
             if isinstance(node, ast.Subscript):
                 key = repeats.lookup_key(node.value, node.slice)
                 if key is not None:

@@ -68,6 +68,7 @@ class Calls:
     """Methods of the program (a mixin: ``self`` is the program)."""
 
     if TYPE_CHECKING:  # what the program provides (checked against it by mypy)
+        _callee_functions: dict
         _module_functions: dict
         _opaque_args: set
 
@@ -103,6 +104,15 @@ class Calls:
         :meth:`callee_targets` for the overrides it may also reach)."""
         if callee is None or depth > 6:
             return None
+        if depth == 0:  # the hot-path walk, the cost model and the rules ask it of the same callees
+            memo = self._callee_functions
+            if callee in memo:
+                return memo[callee]
+            fn = memo[callee] = self._callee_function(callee, 0)
+            return fn
+        return self._callee_function(callee, depth)
+
+    def _callee_function(self, callee: Value, depth: int) -> FunctionInfo | None:
         root = callee[0]
         if len(callee) == 1:
             if isinstance(root, GlobalRoot):

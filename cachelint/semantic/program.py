@@ -33,7 +33,7 @@ from __future__ import annotations
 import builtins
 import sys
 
-from ..files import read_bytes
+from ..files import decode_source, read_bytes, source_digest, split_lines
 from ..index.expr import _last_name, dotted
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
 from .calls import Calls
@@ -153,6 +153,7 @@ class Program(Hierarchy, Types, Containers, Calls):
         self._in_progress: set = set()
         self._subclasses: dict | None = None
         self._callees: dict = {}
+        self._callee_functions: dict = {}  # canonical callee -> its function (Calls.callee_function)
         self._module_functions: dict = {}
         self._returns_memo: dict = {}
         self._protocol_impls: dict = {}
@@ -160,12 +161,31 @@ class Program(Hierarchy, Types, Containers, Calls):
         self._is_protocol: dict = {}
         self._opaque_args: set = set()  # (id(call), target): see passes_arguments
         self._bindings: dict = {}
+        self._source_lines: dict[str, list[str] | None] = {}
 
     def source_bytes(self, path: str) -> bytes:
         """The bytes of the file as analysed (raises OSError if unreadable):
         every stage that reads source text past the index reads it here."""
         data = self._overlay.get(path)
         return data if data is not None else read_bytes(path)
+
+    def source_lines(self, path: str) -> list[str] | None:
+        """The file's lines (with their ends) as it was indexed, read and
+        decoded once per run; None if it cannot be read or decoded, or
+        changed since it was indexed (positions would not match)."""
+        if path in self._source_lines:
+            return self._source_lines[path]
+        lines = None
+        try:
+            source = decode_source(self.source_bytes(path))
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            source = None
+        if source is not None:
+            fi = self.modules_by_path.get(path)
+            if fi is None or not fi.digest or fi.digest == source_digest(source):
+                lines = split_lines(source)
+        self._source_lines[path] = lines
+        return lines
 
     def _add_namespace_aliases(self, indexes: list[FileIndex]) -> None:
         """Also know a module of a namespace directory (no ``__init__.py``) by

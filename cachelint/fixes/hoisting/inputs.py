@@ -4,7 +4,6 @@ and the source text; and which functions run inside ``torch.compile``."""
 from __future__ import annotations
 
 from ...facts.catalog import PURE_BUILTINS
-from ...files import decode_source, split_lines
 from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
 from ...semantic.callgraph import HotPaths
@@ -20,22 +19,14 @@ class InputAnalysis:
         self.a = analysis
         self.p: Program = analysis.program
         self.hot = hot
-        self._sources: dict[str, list[str]] = {}
         self._param_memo: dict = {}
         self._in_place_memo: dict = {}  # (class, attribute) -> why it changes in place, or None
         self._constants: dict = {}  # path -> call text -> module constant name
 
     # ----- source text ------------------------------------------------------------
     def lines(self, path: str) -> list[str]:
-        """The file's lines (with their ends), read once per run; [] if unreadable."""
-        lines = self._sources.get(path)
-        if lines is None:
-            try:
-                lines = split_lines(decode_source(self.p.source_bytes(path)))
-            except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
-                lines = []
-            self._sources[path] = lines
-        return lines
+        """The file's lines (with their ends) as indexed; [] if unreadable or changed since."""
+        return self.p.source_lines(path) or []
 
     def text(self, path: str, line: int, col: int, end_line: int, end_col: int) -> str | None:
         lines = self.lines(path)

@@ -10,7 +10,6 @@ import ast
 
 from ...facts.bodies import HoistPoint
 from ...facts.catalog import PURE_BUILTINS
-from ...facts.repeats import walk_code
 from ...facts.state import related, show
 from ...index.expr import conv, dotted, render
 from ...index.records import FunctionInfo
@@ -73,7 +72,7 @@ def _iterates(planner, g: FunctionInfo, name: str, depth: int) -> bool:
     def is_param(x) -> bool:
         return isinstance(x, ast.Name) and x.id == name
 
-    for n in walk_code(body.node):
+    for n in body.code_nodes:
         if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)) and is_param(n.iter):
             return True
         if isinstance(n, (ast.Starred, ast.YieldFrom)) and is_param(n.value):
@@ -108,7 +107,7 @@ def _opaque_point(body, lo: int, hi: int, loops: list) -> str | None:
     (the caller, or other tasks, run while the function is suspended), an
     ``async for``/``async with``, or a ``with`` whose context manager is not
     made by a call there (its ``__enter__`` and ``__exit__`` are not followed)."""
-    for n in walk_code(body.node):
+    for n in body.code_nodes:
         line = body.line_of(n)
         if not (lo <= line <= hi or any(a <= line <= b for a, b in loops)):
             continue
