@@ -6,7 +6,8 @@ import textwrap
 
 from cachelint.config import CatalogEntry
 from cachelint.facts.catalog import Catalog
-from cachelint.facts.cost import MAX_DEPTH, CostModel, Decided, StateKind
+from cachelint.facts.cost import CostModel, Decided
+from cachelint.facts.purity import MAX_DEPTH, StateKind
 from cachelint.index.walk import index_source
 from cachelint.semantic.program import Program
 
@@ -406,7 +407,7 @@ def test_seconds_times_a_body_from_its_calls_and_loops():
 
 
 def test_a_body_that_derives_a_config_value_costs_at_least_the_calibrated_derivation():
-    from cachelint.facts.cost import kind_seconds
+    from cachelint.facts.timing import kind_seconds
 
     model, p = _model(
         """

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from cachelint.config import ConfigError, min_cost_setting, parse_time
-from cachelint.facts.cost import cost_table, format_seconds, kind_seconds
+from cachelint.facts.timing import cost_table, format_seconds, kind_seconds
 
 from .helpers import run_cli
 

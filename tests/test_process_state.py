@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 from cachelint.facts.bodies import Bodies
-from cachelint.facts.cost import StateKind
+from cachelint.facts.purity import StateKind
 from cachelint.facts.state import ProcessState
 from cachelint.index.walk import index_file
 from cachelint.semantic.program import Program

@@ -1,4 +1,6 @@
-"""The catalog of expensive (and of known-pure) calls, matched as globs.
+"""The catalog of expensive (and of known-pure) calls, matched as globs, and
+what the cost model knows of Python's own names (pure and cheap builtins,
+cheap, trivial and fresh-copy methods, nondeterministic modules).
 
 An entry's pattern is matched against every name a call site can be known by:
 the resolved qualified name of the callee (``pkg.registry.Registry.lookup``),
@@ -56,6 +58,106 @@ PURE_BUILTINS = frozenset(
         "zip",
     ]
 )
+
+CHEAP_BUILTINS = frozenset(
+    [
+        "isinstance",
+        "issubclass",
+        "len",
+        "int",
+        "str",
+        "bool",
+        "float",
+        "tuple",
+        "getattr",
+        "hasattr",
+        "min",
+        "max",
+        "abs",
+        "divmod",
+        "round",
+        "super",
+        "NotImplementedError",
+        "RuntimeError",
+        "ValueError",
+        "TypeError",
+        "KeyError",
+        "AssertionError",
+    ]
+)
+
+
+# methods that read a builtin container, and the constructors of those containers
+CONTAINER_READS = frozenset(
+    ["get", "keys", "values", "items", "index", "count", "__getitem__", "__contains__", "__len__"]
+)
+CONTAINERS = frozenset(
+    ["dict", "list", "set", "frozenset", "tuple", "defaultdict", "OrderedDict", "deque", "MappingProxyType"]
+)
+
+# methods that are a cheap lookup whatever their receiver: reads of a builtin
+# container or string, a tensor's metadata (CL006 reports them repeated 3+ times)
+CHEAP_METHODS = frozenset(
+    [
+        *CONTAINER_READS,
+        "startswith",
+        "endswith",
+        "lower",
+        "upper",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "isdigit",
+        "isalpha",
+        "is_set",
+        "qsize",
+        "empty",
+        "done",
+    ]
+)
+
+# methods that cost no more than an attribute read, whatever their receiver:
+# a tensor's metadata and views of it (CL006 never counts them)
+TRIVIAL_METHODS = frozenset(
+    [
+        "size",
+        "dim",
+        "numel",
+        "stride",
+        "element_size",
+        "data_ptr",
+        "is_contiguous",
+        "get_device",
+        "view",
+        "view_as",
+        "reshape",
+        "unsqueeze",
+        "squeeze",
+        "permute",
+        "transpose",
+        "t",
+        "expand",
+        "expand_as",
+        "narrow",
+        "flatten",
+        "unflatten",
+        "split",
+        "chunk",
+        "unbind",
+        "select",
+        "as_strided",
+    ]
+)
+
+# methods that return a fresh copy on each call (a clone, a new tensor): two
+# calls give two objects, each the caller may change, not one value computed twice
+FRESH_METHODS = frozenset(
+    ["clone", "copy", "deepcopy", "new_zeros", "new_empty", "new_ones", "new_full", "new_tensor", "detach"]
+)
+
+# standard-library calls whose value differs on each call (clocks, random
+# sources, identifiers): a repeat is not the same value computed again
+NONDETERMINISTIC = ("time.", "random.", "uuid.", "secrets.", "datetime.", "os.urandom", "os.getpid")
 
 
 class Catalog:

@@ -47,16 +47,8 @@ tree is visibly cheap (:meth:`CostModel.visibly_cheap`).
 
 from __future__ import annotations
 
-import functools
-import sys
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 from ..config import CatalogEntry
 from ..index.expr import dotted
@@ -64,166 +56,15 @@ from ..index.records import FunctionInfo
 from ..semantic.idioms import fills_once
 from ..semantic.program import CONSTRUCTORS, Program
 from ..semantic.values import GlobalRoot
-from .catalog import PURE_BUILTINS, Catalog
+from .catalog import CHEAP_BUILTINS, Catalog
+from .purity import MAX_DEPTH, PurityQuestions
+from .timing import CONDITIONAL, Timing, baseline, cost_table, format_seconds, kind_seconds
 
 # a body that probes config attributes this many times walks the config
 WALK_PROBES = 3
-# calls that probe a config attribute (cachelint.incremental.cache reads them too)
+# calls that probe a config attribute
 PROBES = frozenset({"getattr", "hasattr"})
 BODY_DECIDES = ("config-derivation",)
-# how many calls deep a body is followed (reach, purity, config walks)
-MAX_DEPTH = 3
-_CHEAP_BUILTINS = frozenset(
-    [
-        "isinstance",
-        "issubclass",
-        "len",
-        "int",
-        "str",
-        "bool",
-        "float",
-        "tuple",
-        "getattr",
-        "hasattr",
-        "min",
-        "max",
-        "abs",
-        "divmod",
-        "round",
-        "super",
-        "NotImplementedError",
-        "RuntimeError",
-        "ValueError",
-        "TypeError",
-        "KeyError",
-        "AssertionError",
-    ]
-)
-
-
-# methods that read a builtin container, and the constructors of those containers
-_CONTAINER_READS = frozenset(
-    ["get", "keys", "values", "items", "index", "count", "__getitem__", "__contains__", "__len__"]
-)
-_CONTAINERS = frozenset(
-    ["dict", "list", "set", "frozenset", "tuple", "defaultdict", "OrderedDict", "deque", "MappingProxyType"]
-)
-
-# methods that are a cheap lookup whatever their receiver: reads of a builtin
-# container or string, a tensor's metadata (CL006 reports them repeated 3+ times)
-CHEAP_METHODS = frozenset(
-    [
-        *_CONTAINER_READS,
-        "startswith",
-        "endswith",
-        "lower",
-        "upper",
-        "strip",
-        "lstrip",
-        "rstrip",
-        "isdigit",
-        "isalpha",
-        "is_set",
-        "qsize",
-        "empty",
-        "done",
-    ]
-)
-
-# methods that cost no more than an attribute read, whatever their receiver:
-# a tensor's metadata and views of it (CL006 never counts them)
-TRIVIAL_METHODS = frozenset(
-    [
-        "size",
-        "dim",
-        "numel",
-        "stride",
-        "element_size",
-        "data_ptr",
-        "is_contiguous",
-        "get_device",
-        "view",
-        "view_as",
-        "reshape",
-        "unsqueeze",
-        "squeeze",
-        "permute",
-        "transpose",
-        "t",
-        "expand",
-        "expand_as",
-        "narrow",
-        "flatten",
-        "unflatten",
-        "split",
-        "chunk",
-        "unbind",
-        "select",
-        "as_strided",
-    ]
-)
-
-# methods that return a fresh copy on each call (a clone, a new tensor): two
-# calls give two objects, each the caller may change, not one value computed twice
-FRESH_METHODS = frozenset(
-    ["clone", "copy", "deepcopy", "new_zeros", "new_empty", "new_ones", "new_full", "new_tensor", "detach"]
-)
-
-# standard-library calls whose value differs on each call (clocks, random
-# sources, identifiers): a repeat is not the same value computed again
-NONDETERMINISTIC = ("time.", "random.", "uuid.", "secrets.", "datetime.", "os.urandom", "os.getpid")
-
-
-# a call under a condition (or past an early return) counts for this share of its time
-CONDITIONAL = 0.5
-# what one call costs (written by benchmarks/calibrate_cost.py) and how often sites run
-CALIBRATION_FILE = Path(__file__).with_name("calibration.toml")
-FREQUENCY_FILE = Path(__file__).with_name("frequency.toml")
-
-
-@functools.cache
-def cost_table() -> dict:
-    """``calibration.toml`` (``baseline``, ``kinds``) with ``frequency.toml``
-    (``frequency``, ``loop``), as one table (memoized: do not mutate)."""
-    out: dict = {}
-    for path in (CALIBRATION_FILE, FREQUENCY_FILE):
-        with path.open("rb") as fh:
-            out.update(tomllib.load(fh))
-    return out
-
-
-def baseline(name: str) -> float:
-    """Seconds of an ordinary operation: ``python-call``, ``attribute``, ``dict-lookup``, ``small-build``."""
-    return float(cost_table()["baseline"][name])
-
-
-def kind_seconds(kind: str) -> tuple[float, str]:
-    """Seconds per call of a catalogued callee of ``kind``, and the evidence;
-    a kind not calibrated takes the median of the calibrated kinds."""
-    kinds = cost_table()["kinds"]
-    row = kinds.get(kind)
-    if row is None:
-        values = sorted(float(r["seconds"]) for r in kinds.values())
-        return values[len(values) // 2], f"kind `{kind}` is not calibrated: the median of the calibrated kinds"
-    return float(row["seconds"]), str(row.get("evidence", ""))
-
-
-def format_seconds(s: float) -> str:
-    """``1.2 µs``, ``38 µs``, ``1.3 ms``, ``120 ns``: two significant figures at most."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if s >= scale:
-            v = s / scale
-            return f"{v:.1f} {unit}" if v < 10 else f"{v:.0f} {unit}"
-    v = s / 1e-9
-    return f"{v:.0f} ns" if v >= 1 else "<1 ns"
-
-
-@dataclass(frozen=True, slots=True)
-class Timing:
-    """What one call costs, in seconds, and why that much (``basis``)."""
-
-    seconds: float
-    basis: str
 
 
 def _stub(fn: FunctionInfo) -> bool:
@@ -239,67 +80,6 @@ class Decided(str, Enum):
     CONFIG_WALK = "config-walk"  # no entry: the body in the tree walks a config
     REACH = "reach"  # no entry: the body in the tree reaches a catalogued call on each run
     COMPUTE = "compute"  # no entry: the body in the tree loops, and its time is above the floor
-
-
-class StateKind(str, Enum):
-    """The kind of state an impure call depends on (or the limit that stopped the proof)."""
-
-    CATALOGUED = "catalogued"  # a catalog entry not marked pure (environment, I/O, a registry, ...)
-    GLOBAL = "global"  # a module global the body rebinds (``global X``)
-    WRITE = "write"  # an attribute or item the body assigns
-    UNRESOLVED = "unresolved"  # a call cachelint cannot see into
-    LIMIT = "limit"  # recursion or the depth limit: nothing proven
-    # module state a pure body reads and other code changes (see facts.state)
-    MUTABLE = "mutable"  # a module variable, class attribute or module-level object's attribute
-    ENVIRON = "environ"  # os.environ (read as a mapping, not through a catalogued call)
-
-
-@dataclass(frozen=True, slots=True)
-class StateRead:
-    r"""The state an impure call reads or writes: its kind, the exact name, and
-    for a catalogued call the entry's kind (``environment``, ``io``, ...), for
-    mutable module state what changes it (``\`pkg.registry.register\` changes
-    it in place (line 5: ...)``). ``describe()`` continues a sentence whose
-    subject is the function."""
-
-    kind: StateKind
-    name: str
-    what: str = ""
-
-    def describe(self) -> str:
-        if self.kind is StateKind.CATALOGUED:
-            return f"calls `{self.name}` ({self.what})"
-        if self.kind is StateKind.GLOBAL:
-            return f"rebinds the module global `{self.name}`"
-        if self.kind is StateKind.WRITE:
-            return f"assigns `{self.name}`"
-        if self.kind is StateKind.UNRESOLVED:
-            return f"calls `{self.name}`, which cachelint cannot see into"
-        if self.kind is StateKind.MUTABLE:
-            return f"reads `{self.name}`, which {self.what}"
-        if self.kind is StateKind.ENVIRON:
-            return f"reads `{self.name}` (the environment can change at run time)"
-        return "(recursive, or too deep to follow)"
-
-
-@dataclass(frozen=True, slots=True)
-class Purity:
-    """Whether a call is pure and deterministic, and why (``reason``: the text
-    messages quote); when it is not, ``state`` is the first state the call (or
-    a function it calls) depends on, and ``via`` the functions of the tree
-    from the one asked about to the one whose body depends on it."""
-
-    pure: bool
-    reason: str
-    state: StateRead | None = None
-    via: tuple[str, ...] = ()
-
-    def detail(self) -> str:
-        """The reason with the state named, e.g. ``...: `f` calls `g` calls `os.getenv` (environment)``."""
-        if self.state is None:
-            return self.reason
-        chain = " calls ".join(f"`{q}`" for q in self.via)
-        return f"{self.reason}: {chain + ' ' if chain else ''}{self.state.describe()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,13 +114,10 @@ class Cost:
         return self.why or f"`{self.pattern}` ({self.kind}) is in the expensive-call catalog"
 
 
-class CostModel:
-    """Cost and purity of calls, for one program and catalog, memoized.
+class CostModel(PurityQuestions):
+    """Cost and purity of calls, for one program and catalog, memoized."""
 
-    The third argument is accepted and ignored (``incremental.cache`` still
-    passes one)."""
-
-    def __init__(self, program: Program, catalog: Catalog, _unused: object = None) -> None:
+    def __init__(self, program: Program, catalog: Catalog) -> None:
         self.program = program
         self.catalog = catalog
         # one memo: (question, qualname, depth) -> answer. The depth is part of
@@ -527,7 +304,7 @@ class CostModel:
 
     def _call_seconds(self, fn: FunctionInfo, c, depth: int) -> float:
         f0 = c.func
-        if f0[0] == "name" and f0[1] in _CHEAP_BUILTINS:
+        if f0[0] == "name" and f0[1] in CHEAP_BUILTINS:
             return baseline("attribute")
         p = self.program
         callee = p.call_callee(fn, c)
@@ -544,131 +321,6 @@ class CostModel:
         if target is fn:
             return baseline("python-call")
         return self.body_seconds(target, depth + 1)
-
-    # ----- purity -------------------------------------------------------------------------
-    def purity(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> Purity:
-        """Whether calling ``fn`` (known by ``names``) is pure and deterministic.
-
-        The catalog decides first (an entry's ``pure``; a ``declared-pure``
-        pattern); then the body in the tree: pure when it rebinds no global,
-        assigns no attribute or item, and only calls pure builtins and pure
-        functions, followed down to :data:`MAX_DEPTH` (recursion proves
-        nothing). A call cachelint cannot resolve is not pure."""
-        entry = self.catalog.match(names)
-        if entry is not None and entry.kind != "declared-pure":
-            if entry.pure:
-                return Purity(True, "declared pure in the catalog")
-            shown = names[0] if names else entry.pattern
-            return Purity(
-                False,
-                f"`{shown}` is not pure ({entry.kind}: {entry.why or 'catalog'})",
-                StateRead(StateKind.CATALOGUED, shown, entry.kind),
-            )
-        if self.catalog.pure(names):
-            return Purity(True, "declared pure in configuration")
-        if fn is None:
-            shown = names[0] if names else "?"
-            return Purity(
-                False,
-                f"`{shown}` is not known to be pure and deterministic",
-                StateRead(StateKind.UNRESOLVED, shown),
-            )
-        key = ("pure", fn.qualname, depth)
-        memo = self._memo
-        if key in memo:
-            return memo[key]
-        result = self._infer_purity(fn, depth)
-        memo[key] = result
-        return result
-
-    def state_reads(self, fn: FunctionInfo) -> tuple[StateRead, ...]:
-        """The mutable state ``fn``'s own body depends on, in order: the module
-        globals it rebinds, then each call the catalog names and does not mark
-        pure (its name as spelled at the call, the entry's kind). Memoized."""
-        key = ("state", fn.qualname)
-        memo = self._memo
-        hit = memo.get(key)
-        if hit is not None:
-            return hit
-        out = [StateRead(StateKind.GLOBAL, g) for g in fn.global_names]
-        p = self.program
-        for c in fn.calls:
-            e = self.catalog.match(p.callee_names(p.call_callee(fn, c), dotted(c.func)))
-            if e is not None and not e.pure:
-                out.append(StateRead(StateKind.CATALOGUED, dotted(c.func) or "...", e.kind))
-        result = memo[key] = tuple(out)
-        return result
-
-    def _infer_purity(self, fn: FunctionInfo, depth: int) -> Purity:
-        not_pure = f"`{fn.qualname}` is not known to be pure and deterministic"
-        if depth > MAX_DEPTH:
-            return Purity(False, not_pure, StateRead(StateKind.LIMIT, fn.qualname), (fn.qualname,))
-        if fn.global_names:
-            return Purity(False, not_pure, StateRead(StateKind.GLOBAL, fn.global_names[0]), (fn.qualname,))
-        for a in fn.assigns:
-            t = a.target
-            if t[0] in ("attr", "sub"):
-                shown = dotted(t) if t[0] == "attr" else f"{dotted(t[1]) or '...'}[...]"
-                return Purity(False, not_pure, StateRead(StateKind.WRITE, shown or "..."), (fn.qualname,))
-        p = self.program
-        for c in fn.calls:
-            if c.func[0] == "attr" and c.func[1][0] == "name" and self._fresh_container(fn, c.func[1][1]):
-                continue  # `ids.append(i)` on a list the body built: a local effect
-            callee = p.call_callee(fn, c)
-            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
-                qn = callee[0].qualname
-                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
-                    continue
-            if callee is not None and self._container_read(callee):
-                continue  # `_TABLE.get(k)` reads the table like `_TABLE[k]` (facts.state follows who changes it)
-            names = p.callee_names(callee, dotted(c.func))
-            target = p.callee_function(callee) if callee is not None else None
-            inner = self.purity(names, target, depth + 1)
-            if not inner.pure:
-                return Purity(False, not_pure, inner.state, (fn.qualname,) + inner.via)
-        return Purity(True, f"`{fn.qualname}` only reads its inputs and calls pure functions")
-
-    def _fresh_container(self, fn: FunctionInfo, name: str) -> bool:
-        """``name`` is a local of ``fn`` bound only to new builtin containers
-        (``[]``, ``{}``, ``list()``, ``defaultdict(list)``, ...) built by the
-        body: changing it changes nothing the caller can see, unless the body
-        stores it somewhere (an attribute or item write, which makes the body
-        impure on its own) or passes it to a call (judged on its own)."""
-        ctx = self.program.context(fn)
-        if name in ctx.params:
-            return False
-        assigns = ctx.locals.get(name)
-        if not assigns:
-            return False
-        for a in assigns:
-            if a.kind not in ("assign", "annassign"):
-                return False
-            v = a.value
-            if v[0] in ("list", "dict", "tuple"):
-                continue
-            if v[0] == "call" and (dotted(v[1]) or "").split(".")[-1] in _CONTAINERS and not v[2] and not v[3]:
-                continue
-            if v[0] == "call" and (dotted(v[1]) or "") in ("defaultdict", "collections.defaultdict"):
-                continue
-            return False
-        return True
-
-    def _container_read(self, callee: tuple) -> bool:
-        """``callee`` is a reading method (``get``, ``keys``, ``items``, ...) of a
-        module-level container: a literal or a builtin container's constructor."""
-        if len(callee) != 2 or not isinstance(callee[0], GlobalRoot) or callee[1] not in _CONTAINER_READS:
-            return False
-        p = self.program
-        qn = callee[0].qualname
-        if not p.is_module_level_variable(qn):
-            return False
-        mod, _, name = qn.rpartition(".")
-        v = p.modules[mod].globals.get(name)
-        if v is None:
-            return False
-        if v[0] == "call":
-            return (dotted(v[1]) or "").split(".")[-1] in _CONTAINERS
-        return v[0] in ("?", "tuple", "const", "dict", "list")  # a literal (small ones are indexed item by item)
 
     def implementations(self, fn: FunctionInfo) -> list[FunctionInfo]:
         """``fn`` and every override of it in subclasses of its class."""
@@ -704,7 +356,7 @@ class CostModel:
         real = [g for g in self.implementations(fn) if not _stub(g)]
         return bool(real) and all(
             not any(a.kind == "for" for a in g.assigns)
-            and all(c.func[0] == "name" and c.func[1] in _CHEAP_BUILTINS for c in g.calls)
+            and all(c.func[0] == "name" and c.func[1] in CHEAP_BUILTINS for c in g.calls)
             for g in real
         )
 
@@ -725,7 +377,7 @@ class CostModel:
         first = fn.params[0].name if fn.params and fn.class_qualname else None
         for c in fn.calls:
             f0 = c.func
-            if f0[0] == "name" and f0[1] in _CHEAP_BUILTINS:
+            if f0[0] == "name" and f0[1] in CHEAP_BUILTINS:
                 continue
             targets: list[FunctionInfo] = []
             if f0[0] == "attr" and f0[1][0] == "call" and f0[1][1] == ("name", "super") and fn.class_qualname:

@@ -26,7 +26,8 @@ from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
 from ..semantic.callgraph import HotPaths
 from ..semantic.program import Program
-from .cost import CostModel, baseline, cost_table, format_seconds
+from .cost import CostModel
+from .timing import baseline, cost_table, format_seconds
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ in ``__init__``) or earlier (a local before a loop) freezes what that state
 was then. For the few functions a fix is planned for, this module answers:
 
 * :meth:`ProcessState.reads`: the module state a function reads, through
-  the functions of the tree it calls (:data:`~cachelint.facts.cost.MAX_DEPTH`
+  the functions of the tree it calls (:data:`~cachelint.facts.purity.MAX_DEPTH`
   calls deep, like purity): module variables and attributes of module-level
   objects, class attributes, ``os.environ``, and attributes of a module that
   defines ``__getattr__`` (each read runs it: vLLM's ``envs``). The body is
@@ -22,7 +22,7 @@ was then. For the few functions a fix is planned for, this module answers:
   in a classmethod). The module-level code of the module that defines a
   variable is its initialisation, not a change;
 * :meth:`ProcessState.dependence`: the first read of state that some code
-  changes (or of the environment), as a :class:`~.cost.Purity` whose
+  changes (or of the environment), as a :class:`~.purity.Purity` whose
   ``state`` names the state and what changes it;
 * :meth:`ProcessState.effects`: what a function changes that its callers can
   see (its parameters' and its object's attributes and items, module state),
@@ -46,7 +46,7 @@ from ..index.scans import scan_hits
 from ..semantic.program import CONSTRUCTORS, Program
 from ..semantic.values import GlobalRoot, ParamRoot, SelfRoot
 from .bodies import Bodies
-from .cost import MAX_DEPTH, Purity, StateKind, StateRead
+from .purity import MAX_DEPTH, Purity, StateKind, StateRead
 
 # methods of the builtin containers that change the object in place
 CONTAINER_MUTATORS = frozenset(

@@ -219,7 +219,7 @@ class ExpensiveCallOnHotPath(Rule):
 
     A write cachelint cannot place (a ``setattr`` with a computed name, a
     receiver of unknown type) counts as a writer of every attribute it may
-    reach; the analysis follows calls :data:`~cachelint.facts.cost.MAX_DEPTH`
+    reach; the analysis follows calls :data:`~cachelint.facts.purity.MAX_DEPTH`
     deep.
     ``docs/fix-safety-audit.md`` lists the safe fixes on real trees, each
     read by hand.

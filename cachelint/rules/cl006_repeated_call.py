@@ -9,7 +9,9 @@ import re
 from dataclasses import dataclass
 
 from ..facts import repeats
-from ..facts.cost import CHEAP_METHODS, FRESH_METHODS, NONDETERMINISTIC, TRIVIAL_METHODS, Cost, StateKind
+from ..facts.catalog import CHEAP_METHODS, FRESH_METHODS, NONDETERMINISTIC, TRIVIAL_METHODS
+from ..facts.cost import Cost
+from ..facts.purity import StateKind
 from ..facts.state import is_mutator
 from ..fixes.hoisting import HoistPlanner, Site
 from ..fixes.hoisting.site import names_in

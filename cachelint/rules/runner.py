@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..facts.cost import format_seconds
+from ..facts.timing import format_seconds
 from ..gcpause import gc_paused
 from ..index.records import FileIndex
 from ..model import Finding, Fix

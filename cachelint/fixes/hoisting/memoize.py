@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ...facts.cost import StateKind
+from ...facts.purity import StateKind
 from ...facts.state import related
 from ...index.expr import dotted, render
 from ...index.records import FunctionInfo
