@@ -36,8 +36,9 @@ from ..semantic.program import CONSTRUCTORS, Program, Value
 from ..semantic.values import CallRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 from ..semantic.writes import Writes
 from .catalog import Catalog
+from .construction import hands_self
 from .cost import CostModel
-from .hazards import MAX_SHOWN, MUTATING_METHODS, Hazards, hands_self, summarise, writer_text
+from .hazards import MAX_SHOWN, MUTATING_METHODS, Hazards, summarise, writer_text
 
 
 @dataclass

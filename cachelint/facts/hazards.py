@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..files import decode_source
-from ..index.expr import UNKNOWN, conv, dotted, render
+from ..index.expr import dotted
 from ..index.records import FunctionInfo
 from ..index.scans import scan_hits
 from ..semantic.program import CONSTRUCTORS, Program, Value
@@ -66,52 +66,9 @@ from ..semantic.values import (
     TruthyKey,
 )
 from ..semantic.writes import IN_PLACE_METHODS, AttrWrite, Reach, Writes, copy_source
+from .construction import ConstructionOrder, super_calls
+from .results import ResultKinds
 
-# return annotations (last name) whose values callers cannot change in place
-IMMUTABLE_TYPES = frozenset(
-    {
-        "int",
-        "float",
-        "bool",
-        "str",
-        "bytes",
-        "complex",
-        "tuple",
-        "Tuple",
-        "frozenset",
-        "FrozenSet",
-        "range",
-        "None",
-        "NoneType",
-        "Literal",
-        "LiteralString",
-    }
-)
-MUTABLE_TYPES = frozenset(
-    {
-        "list",
-        "List",
-        "dict",
-        "Dict",
-        "set",
-        "Set",
-        "bytearray",
-        "defaultdict",
-        "DefaultDict",
-        "OrderedDict",
-        "deque",
-        "Deque",
-        "Counter",
-        "MutableMapping",
-        "MutableSequence",
-        "MutableSet",
-    }
-)
-_UNION = frozenset({"Optional", "Union"})
-_IMMUTABLE_BUILTINS = frozenset(
-    {"int", "float", "bool", "str", "bytes", "len", "tuple", "frozenset", "repr", "hash", "abs", "round", "isinstance"}
-)
-_IMMUTABLE_BASES = frozenset({"NamedTuple", "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 # methods that change a list, dict or set in place (`ids.append(x)`)
 MUTATING_METHODS = IN_PLACE_METHODS
 MAX_SHOWN = 3  # writers named per dependency
@@ -156,12 +113,13 @@ class SiteHazards:
     placement: list = field(default_factory=list)  # reasons about where the fill statement sits
 
 
-class Hazards:
+class Hazards(ConstructionOrder):
     """Computes :class:`SiteHazards` per cache site, once."""
 
     def __init__(self, program: Program, writes: Writes | None = None) -> None:
         self.p = program
         self.writes = writes if writes is not None else Writes(program)
+        self.results = ResultKinds(program, self.writes)
         self._memo: dict = {}
         self._reach: dict = {}
         self._trees: dict = {}
@@ -427,9 +385,9 @@ class Hazards:
         if p.is_subclass(fill_cls, f.class_qualname):  # a base class's constructor
             if fill_fn.name == "__post_init__" and f.name == "__init__":
                 return True
-            return any(ln < site.call.line for ln in _super_calls(fill_fn, f.name))
+            return any(ln < site.call.line for ln in super_calls(fill_fn, f.name))
         if p.is_subclass(f.class_qualname, fill_cls):  # a subclass's constructor: before its super() call
-            return any(ln > w.line for ln in _super_calls(f, fill_fn.name))
+            return any(ln > w.line for ln in super_calls(f, fill_fn.name))
         return False
 
     def _contents(self, site, v: Value | None, h: SiteHazards, role: str) -> None:
@@ -494,7 +452,7 @@ class Hazards:
                 continue
             own = p.functions.get(c.methods.get(f.name, ""))
             if own is not None:
-                if not _super_calls(own, f.name):
+                if not super_calls(own, f.name):
                     out.append(
                         (
                             s,
@@ -531,160 +489,7 @@ class Hazards:
     # ----- the result ----------------------------------------------------------------
     def result_kind(self, site) -> tuple:
         """("immutable" | "mutable" | "unknown", what the callee returns)."""
-        fn = self.p.callee_function(site.callee)
-        if fn is None:
-            return ("unknown", "")
-        return self._function_result(fn, 0)
-
-    def _function_result(self, fn: FunctionInfo, depth: int) -> tuple:
-        if fn.returns_annotation is not None:
-            return self._annotation_kind(fn.returns_annotation, fn.module, 0)
-        if depth > 3:
-            return ("unknown", "")
-        kinds = [self._expr_kind(e, fn, depth) for e in fn.returns] or [("immutable", "None")]
-        for k in ("mutable", "unknown"):
-            for got in kinds:
-                if got[0] == k:
-                    return got
-        return ("immutable", "")
-
-    def _expr_kind(self, e, fn: FunctionInfo, depth: int) -> tuple:
-        k = e[0]
-        if k == "const" or k == "tuple" or k == "cmp" or k == "not":
-            return ("immutable", "")
-        if k == "call":
-            callee = self.p.canon(e[1], self.p.context(fn))
-            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
-                qn = callee[0].qualname
-                name = qn.rsplit(".", 1)[-1]
-                if qn.startswith("builtins."):
-                    if name in _IMMUTABLE_BUILTINS:
-                        return ("immutable", name)
-                    if name in MUTABLE_TYPES or name == "sorted":
-                        return ("mutable", "list" if name == "sorted" else name)
-                if qn in self.p.classes:
-                    return self._class_kind(qn)
-            g = self.p.callee_function(callee) if callee is not None else None
-            if g is not None and g is not fn:
-                return self._function_result(g, depth + 1)
-        return ("unknown", "")
-
-    def _annotation_kind(self, ann, module: str, depth: int) -> tuple:
-        if ann is None or depth > 6:
-            return ("unknown", "")
-        k = ann[0]
-        if k == "const":
-            if ann[1] is None:
-                return ("immutable", "None")
-            if isinstance(ann[1], str):
-                try:
-                    node = ast.parse(ann[1], mode="eval").body
-                except SyntaxError:
-                    return ("unknown", "")
-                return self._annotation_kind(conv(node), module, depth + 1)
-            return ("unknown", "")
-        if k in ("name", "attr"):
-            d = dotted(ann) or ""
-            last = d.rsplit(".", 1)[-1]
-            if last in IMMUTABLE_TYPES:
-                return ("immutable", last)
-            if last in MUTABLE_TYPES:
-                return ("mutable", last)
-            qn = self.p.resolve_annotation(ann, module)
-            if qn is not None and qn in self.p.classes:
-                return self._class_kind(qn)
-            return ("mutable", last) if qn is not None else ("unknown", last)
-        if k == "sub":
-            last = (dotted(ann[1]) or "").rsplit(".", 1)[-1]
-            members = ann[2][1] if ann[2][0] == "tuple" else (ann[2],)
-            if last in _UNION:
-                return self._union([self._annotation_kind(m, module, depth + 1) for m in members])
-            if last in IMMUTABLE_TYPES:
-                return ("immutable", last)
-            if last in MUTABLE_TYPES:
-                return ("mutable", last)
-            return ("unknown", render(ann))
-        if k == "or":
-            return self._union([self._annotation_kind(m, module, depth + 1) for m in ann[1]])
-        return ("unknown", "")
-
-    @staticmethod
-    def _union(kinds: list) -> tuple:
-        for k in ("mutable", "unknown"):
-            for got in kinds:
-                if got[0] == k:
-                    return got
-        return ("immutable", "")
-
-    def _class_kind(self, qn: str) -> tuple:
-        p = self.p
-        name = qn.rsplit(".", 1)[-1]
-        if self.writes.is_frozen(qn):
-            return ("immutable", name)
-        c = p.classes.get(qn)
-        if c is not None and any(
-            (dotted(b) or "").rsplit(".", 1)[-1] in _IMMUTABLE_BASES for b in c.bases if b != UNKNOWN
-        ):
-            return ("immutable", name)
-        return ("mutable", name)
-
-    # ----- construction order -------------------------------------------------------------
-    def _pre_fill_calls(self, site) -> list:
-        """Calls made while the anchor is being built before the fill has run:
-        in the fill's constructor before the fill, and in subclasses'
-        constructors before their ``super()`` call."""
-        f = site.function
-        if not site.in_constructor or f.class_qualname is None:
-            return []
-        out = [(f, c) for c in f.calls if c.line < site.call.line and c is not site.call]
-        for s in self.p.subclasses(f.class_qualname):
-            c = self.p.classes.get(s)
-            own = self.p.functions.get(c.methods.get(f.name, "")) if c is not None else None
-            if own is None:
-                continue
-            supers = _super_calls(own, f.name)
-            if supers:
-                out += [(own, x) for x in own.calls if x.line < min(supers)]
-        return out
-
-    def reached_before_fill(self, site, g: FunctionInfo) -> tuple | None:
-        """(caller, call, chain) when ``g`` may run during construction, before
-        the fill: a call made before the fill reaches it in the call graph."""
-        h = self.of(site)
-        if not h.pre_fill_calls:
-            return None
-        key = id(site)
-        hit = self._reach.get(key)
-        if hit is None or hit[0] is not site:
-            hit = (site, self._reachable(h.pre_fill_calls))
-            self._reach[key] = hit
-        return hit[1].get(g.qualname)
-
-    def _reachable(self, starts: list) -> dict:
-        """qualname -> (constructor, call made before the fill, chain) for every
-        function those calls reach (breadth-first, bounded)."""
-        from ..semantic.callgraph import resolve_call
-
-        seen: dict = {}
-        queue = []
-        for f, c in starts:
-            t = resolve_call(self.p, f, c)
-            if t is not None and t.qualname not in seen:
-                seen[t.qualname] = (f, c, (t.qualname,))
-                queue.append(t)
-        i = 0
-        while i < len(queue) and len(seen) < 5000:
-            g = queue[i]
-            i += 1
-            origin = seen[g.qualname]
-            for c in g.calls:
-                if c.in_handler:
-                    continue
-                t = resolve_call(self.p, g, c)
-                if t is not None and t.qualname not in seen:
-                    seen[t.qualname] = (origin[0], origin[1], origin[2] + (t.qualname,))
-                    queue.append(t)
-        return seen
+        return self.results.of_callee(site.callee)
 
 
 def _always_raises(body: list) -> bool:
@@ -724,36 +529,6 @@ def _subexpressions(e) -> list:
         for y in x[1:]:
             if isinstance(y, tuple):
                 stack.append(y)
-    return out
-
-
-def hands_self(p: Program, f: FunctionInfo, c) -> bool:
-    """Call ``c`` of method ``f`` is one cachelint cannot resolve, and it is
-    given the object ``f`` runs on (``self``, or one of its bound methods,
-    as an argument): it may call any of the object's methods there."""
-    from ..semantic.callgraph import resolve_call
-
-    if f.self_name is None or resolve_call(p, f, c) is not None:
-        return False
-    me = ("name", f.self_name)
-    return any(
-        arg == me or (arg[0] == "attr" and arg[1] == me and p.lookup_method(f.class_qualname or "", arg[2]) is not None)
-        for arg in (*c.args, *(v for _k, v in c.kwargs))
-    )
-
-
-def _super_calls(f: FunctionInfo, name: str) -> list[int]:
-    """Lines where ``f`` calls ``super().<name>(...)`` or ``Base.<name>(self, ...)``."""
-    out = []
-    for c in f.calls:
-        func = c.func
-        if func[0] != "attr" or func[2] != name:
-            continue
-        base = func[1]
-        by_super = base[0] == "call" and base[1] == ("name", "super")
-        by_base = base[0] in ("name", "attr") and bool(c.args) and c.args[0] == ("name", f.self_name)
-        if by_super or by_base:
-            out.append(c.line)
     return out
 
 

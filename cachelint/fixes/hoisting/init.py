@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ...facts.hazards import hands_self
+from ...facts.construction import hands_self
 from ...index.expr import dotted, render
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
