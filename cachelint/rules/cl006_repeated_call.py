@@ -605,7 +605,8 @@ class Runner:
             f = p.functions.get(qn)
             if f is None or f.under_type_checking:
                 continue
-            out.extend(_Function(self.code, analysis, planner, f, covered, low_ok, costs).findings())
+            with analysis.bodies.transient():  # one function's parsed bodies at a time
+                out.extend(_Function(self.code, analysis, planner, f, covered, low_ok, costs).findings())
         return out
 
 
