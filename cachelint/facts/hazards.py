@@ -48,10 +48,10 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..files import decode_source
 from ..index.expr import dotted
 from ..index.records import FunctionInfo
 from ..index.scans import scan_hits
+from ..index.walk import parse_function
 from ..semantic.program import CONSTRUCTORS, Program, Value
 from ..semantic.values import (
     CallRoot,
@@ -122,7 +122,6 @@ class Hazards(ConstructionOrder):
         self.results = ResultKinds(program, self.writes)
         self._memo: dict = {}
         self._reach: dict = {}
-        self._trees: dict = {}
 
     def of(self, site) -> SiteHazards:
         key = id(site)
@@ -227,10 +226,11 @@ class Hazards(ConstructionOrder):
         """A ``try`` around the fill whose ``except`` goes on (or a ``with
         suppress(...)``): an exception raised before the fill skips it, and
         the function, the construction too, still completes."""
-        node = self._function_node(site.function)
-        if node is None:
+        parsed = self._function_node(site.function)
+        if parsed is None:
             return []
-        line = site.call.stmt_line
+        node, shift = parsed
+        line = site.call.stmt_line - shift
         out = []
         n: Any
         for n in ast.walk(node):
@@ -240,7 +240,7 @@ class Hazards(ConstructionOrder):
                 for h in n.handlers:
                     if not _always_raises(h.body):
                         out.append(
-                            f"the fill sits in the `try` at line {n.lineno}, whose `except` at line {h.lineno} "
+                            f"the fill sits in the `try` at line {n.lineno + shift}, whose `except` at line {h.lineno + shift} "
                             "goes on without it: if anything before the fill raises, the object is built without it"
                         )
                         break
@@ -249,26 +249,18 @@ class Hazards(ConstructionOrder):
                     _suppress_call(item.context_expr) for item in n.items
                 ):
                     out.append(
-                        f"the fill sits in the `with` at line {n.lineno}, which suppresses exceptions: "
+                        f"the fill sits in the `with` at line {n.lineno + shift}, which suppresses exceptions: "
                         "if anything before the fill raises, the object is built without it"
                     )
         return out
 
-    def _function_node(self, f: FunctionInfo):
-        """The ``def`` of ``f``, parsed again from its file (the index keeps
-        no statement structure)."""
-        if f.path not in self._trees:
-            try:
-                self._trees[f.path] = ast.parse(decode_source(self.p.source_bytes(f.path)))
-            except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError):
-                self._trees[f.path] = None
-        tree = self._trees[f.path]
-        if tree is None:
-            return None
-        for n in ast.walk(tree):
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno == f.line and n.name == f.name:
-                return n
-        return None
+    def _function_node(self, f: FunctionInfo) -> tuple[Any, int] | None:
+        """The ``def`` of ``f`` parsed again from its own lines (the index
+        keeps no statement structure), with the shift from its line numbers
+        to the file's; None if the file cannot be read or changed since."""
+        lines = self.p.source_lines(f.path)
+        parsed = parse_function(lines, f) if lines is not None else None
+        return (parsed[0], parsed[1]) if parsed is not None else None
 
     def _properties(self, site, deps: dict) -> list:
         """Dependencies that are properties (or other methods) of their
