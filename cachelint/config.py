@@ -59,6 +59,9 @@ class CatalogEntry:
     total: bool = False
     # seconds per call (`time = "20us"`); None: the calibrated time of its kind
     seconds: float | None = None
+    # its value depends on where or when it is called, whatever its arguments
+    # (the stack, the exception being handled): no two calls share a value
+    varies: bool = False
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,7 @@ def _catalog(v, where: str, key: str) -> tuple[CatalogEntry, ...]:
                     cost,
                     bool(item.get("total", False)),
                     seconds,
+                    bool(item.get("varies", False)),
                 )
             )
         else:

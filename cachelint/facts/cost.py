@@ -107,6 +107,7 @@ class Cost:
     inferred: bool = False  # decided from the body in the tree
     decided: Decided = Decided.CATALOG
     total: bool = False  # the catalog entry says the call never raises
+    varies: bool = False  # the catalog entry says its value depends on where or when it is called
 
     @property
     def reason(self) -> str:
@@ -150,7 +151,16 @@ class CostModel(PurityQuestions):
                 return None  # every implementation of the method in the tree is cheap (e.g. it became @cache'd)
             pure_ok = entry.pure
             reason = "declared pure in the catalog" if pure_ok else f"{entry.kind}: {entry.why or entry.pattern}"
-            return Cost(entry.kind, entry.why, pure_ok, reason, entry.cost, entry.pattern, total=entry.total)
+            return Cost(
+                entry.kind,
+                entry.why,
+                pure_ok,
+                reason,
+                entry.cost,
+                entry.pattern,
+                total=entry.total,
+                varies=entry.varies,
+            )
         if body is None:
             return None
         why = self.walks_config(body)

@@ -270,6 +270,23 @@ class Runner:
             preset="python",
             hot_roots=_ROOTS,
         ),
+        # a catalogued call whose value depends on where it is made (`varies`:
+        # the caller's stack) is never the same value twice, even with the
+        # same (no) arguments, and logging it is done for the log
+        Example(
+            """
+import traceback
+
+class Runner:
+    def execute_model(self, batch):
+        where = traceback.format_stack()
+        if not batch:
+            return where, traceback.format_stack()
+        return where
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # an import in a function outside any `try` catching ImportError is a
         # lookup in sys.modules after the first run, not a probe
         Example(

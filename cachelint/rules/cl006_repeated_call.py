@@ -686,6 +686,8 @@ class _Function:
                 return Callee("known", f"the builtin `{qn[9:]}` walks its input", tuple(names), self._cost(names, fn))
         cost = self.costs.call_cost(names, fn)
         if cost is not None:
+            if cost.varies:
+                return None  # its value depends on where and when it is called: no two calls share one
             if cost.cost == "low" and not self.low_ok:
                 return None  # cheap, but everywhere (CL002 too reports these only with min-cost = low)
             return Callee("known", f"{cost.kind} work ({cost.reason})", tuple(names), cost)

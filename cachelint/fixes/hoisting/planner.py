@@ -77,6 +77,9 @@ class HoistPlanner(Memoizer, LocalHoists):
             why: str | None
             if s.cost.kind == "per-call-context":
                 why = "its value is tied to the context of each call"
+            elif s.cost.varies:  # not even two calls in one run share a value
+                s.varies = f"its value depends on where and when it is called ({s.cost.reason})"
+                continue
             else:
                 why = self.inputs_vary(s.function, s.call)
             if why is None:
