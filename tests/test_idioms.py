@@ -49,7 +49,37 @@ class Runner:
 """
 
 
-@pytest.mark.parametrize("src", [INLINE_MEMO, GETATTR_LAZY], ids=["inline-memo", "getattr-lazy"])
+# a memo kept on the argument, with the key it was built for (SGLang's
+# `model_config_of`): the build runs when the slot is empty or the key changed
+KEYED_MEMO_ON_ARGUMENT = """
+import inspect
+
+
+def kernel(x):
+    return x
+
+
+def signature_of(args):
+    memo = getattr(args, "_sig", None)
+    if memo is not None:
+        built_for = getattr(args, "_sig_for", None)
+        if built_for is None or built_for == args.name:
+            return memo
+    sig = inspect.signature(kernel)
+    args._sig = sig
+    args._sig_for = args.name
+    return sig
+
+
+class Runner:
+    def step(self, args):
+        return signature_of(args)
+"""
+
+
+@pytest.mark.parametrize(
+    "src", [INLINE_MEMO, GETATTR_LAZY, KEYED_MEMO_ON_ARGUMENT], ids=["inline-memo", "getattr-lazy", "keyed-memo"]
+)
 def test_fill_once_guards_are_not_per_step_work(src):
     assert lint_sources({"m.py": src}, CFG).findings == []
 
@@ -62,8 +92,16 @@ def test_fill_once_guards_are_not_per_step_work(src):
         GETATTR_LAZY.replace("sig = self._sig = inspect", "sig = inspect"),
         # another slot is tested than the one filled
         GETATTR_LAZY.replace('getattr(self, "_sig", None)', 'getattr(self, "_other", None)'),
+        # the key is compared but never stored: a stale key rebuilds on every call
+        KEYED_MEMO_ON_ARGUMENT.replace("    args._sig_for = args.name\n", "").replace(
+            'getattr(args, "_sig_for", None)', "args.other"
+        ),
+        # the memo is never stored: only the key is
+        KEYED_MEMO_ON_ARGUMENT.replace("    args._sig = sig\n", ""),
+        # a flag that forces the build, beside the empty memo
+        KEYED_MEMO_ON_ARGUMENT.replace("if memo is not None:", "if memo is not None and not args.force:"),
     ],
-    ids=["memo-never-filled", "lazy-never-filled", "other-slot"],
+    ids=["memo-never-filled", "lazy-never-filled", "other-slot", "key-not-stored", "memo-not-stored", "forced"],
 )
 def test_without_the_fill_the_call_is_per_step(src):
     found = lint_sources({"m.py": src}, CFG).findings

@@ -84,13 +84,23 @@ def _slots(f: FunctionInfo) -> tuple[set, set]:
 
 
 def _empty_tests(cond, positive: bool, out: list) -> None:
-    """``("empty", expr)`` / ``("missing", key, container)`` facts a guard entry states."""
+    """The facts a guard entry states: ``("empty", expr)``, ``("missing",
+    key, container)``, ``("stale", expr)`` (``expr`` differs from what it is
+    compared with: a stored key that no longer matches), and ``("any",
+    [facts, ...])`` for a disjunction, one list of facts per alternative."""
     k = cond[0]
     if k == "not":
         _empty_tests(cond[1], not positive, out)
     elif (k == "and" and positive) or (k == "or" and not positive):
         for e in cond[1]:
             _empty_tests(e, positive, out)
+    elif k in ("and", "or"):  # `a or b`, `not (a and b)`: one of them holds
+        alternatives = []
+        for e in cond[1]:
+            alt: list = []
+            _empty_tests(e, positive, alt)
+            alternatives.append(alt)
+        out.append(("any", alternatives))
     elif k == "cmp" and len(cond[1]) == 1:
         op, left, right = cond[1][0], cond[2], cond[3][0]
         if (right == ("const", None) and ((op == "is" and positive) or (op == "is not" and not positive))) or (
@@ -99,6 +109,9 @@ def _empty_tests(cond, positive: bool, out: list) -> None:
             out.append(("empty", left))
         elif (op == "in" and not positive) or (op == "not in" and positive):
             out.append(("missing", left, right))
+        elif (op == "!=" and positive) or (op == "==" and not positive):
+            out.append(("stale", left))
+            out.append(("stale", right))
     elif k in ("name", "attr") and not positive:
         out.append(("empty", cond))
     elif k == "call" and not positive and cond[1] == ("name", "hasattr") and len(cond[2]) == 2:
@@ -127,23 +140,39 @@ def fills_once(f: FunctionInfo, c: CallSite) -> bool:
     for cond, positive in c.guard:
         _empty_tests(cond, positive, facts)
     for fact in facts:
-        if fact[0] == "missing":
-            d = dotted(fact[2])
-            if d and d in stores:
+        if fact[0] == "any":
+            # a memo with a key (`if memo is None or built_for != key:`): every
+            # alternative tests a slot the function fills, one of them for empty
+            alternatives = fact[1]
+            if all(any(_on_slot(f, x, filled, stores) for x in alt) for alt in alternatives) and any(
+                any(x[0] != "stale" and _on_slot(f, x, filled, stores) for x in alt) for alt in alternatives
+            ):
                 return True
-            continue
-        e = fact[1]
-        d = dotted(e)
-        if d and d in filled:
+        elif fact[0] != "stale" and _on_slot(f, fact, filled, stores):
             return True
-        if _memo_read(e, filled, stores):  # `D.get(k) is None`, `getattr(self, "_x", None) is None`
+    return False
+
+
+def _on_slot(f: FunctionInfo, fact: tuple, filled: set, stores: set) -> bool:
+    """A fact about a slot ``f`` fills (an attribute or global it assigns, a
+    memo dict it stores into), read directly or through a local."""
+    if fact[0] == "any":
+        return False
+    if fact[0] == "missing":
+        d = dotted(fact[2])
+        return bool(d) and d in stores
+    e = fact[1]
+    d = dotted(e)
+    if d and d in filled:
+        return True
+    if _memo_read(e, filled, stores):  # `D.get(k) is None`, `getattr(self, "_x", None) is None`
+        return True
+    if e[0] == "name":
+        # a local read from a memo dict or a slot the function fills:
+        # `x = D.get(k)`, `x = getattr(self, "_x", None)`
+        values = [a.value for a in f.assigns if a.target == e]
+        if any(_memo_read(v, filled, stores) for v in values):
             return True
-        if e[0] == "name":
-            # a local read from a memo dict or a slot the function fills:
-            # `x = D.get(k)`, `x = getattr(self, "_x", None)`
-            values = [a.value for a in f.assigns if a.target == e]
-            if any(_memo_read(v, filled, stores) for v in values):
-                return True
     return False
 
 
