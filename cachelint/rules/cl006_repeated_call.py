@@ -85,7 +85,9 @@ class RepeatedCall(Rule):
     in a loop whose body then always leaves the loop, a call not proven
     pure in a ``while`` loop (its end may depend on that call), in a loop
     that awaits or with an ``await`` between its uses (other tasks run
-    there), and any call CL002 reports (CL002 wins at the same span).
+    there) or a ``with`` entered between them (double-checked locking: the
+    second check runs once the lock is held), and any call CL002 reports
+    (CL002 wins at the same span).
 
     ## Why is this bad?
     Each use pays the call again: a pydantic dump, a scan of the prompt, a
@@ -138,6 +140,33 @@ class RepeatedCall(Rule):
     needs_hot_paths = True
 
     VALID = [
+        # double-checked locking: the second check of the filesystem runs after
+        # the lock is taken, when another process may have done the work
+        Example(
+            """
+import os
+import threading
+
+_LOCK = threading.Lock()
+
+
+def ready(path):
+    return os.path.exists(os.path.join(path, "done"))
+
+
+class Runner:
+    def execute_model(self, path):
+        if ready(path):
+            return path
+        with _LOCK:
+            if ready(path):
+                return path
+            os.makedirs(path)
+        return path
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # the second use only builds an error message: it runs when the function fails
         Example(
             """
@@ -983,11 +1012,12 @@ class _Function:
 
     def _one_value(self, uses: list, cal: Callee) -> bool:
         """The uses (source order) give one value: nothing between them changes
-        the receiver or an input, and no ``await`` lets other tasks run between
-        them when the callee is not proven pure."""
+        the receiver or an input, and, when the callee is not proven pure, no
+        code cachelint does not follow runs between them and may change the
+        state it reads (see :meth:`_unfollowed_between`)."""
         if self._receiver_touched(uses, None):
             return False
-        if not cal.cost.pure and self._awaits_between(uses[0][1], uses[-1][1]):
+        if not cal.cost.pure and self._unfollowed_between(uses[0][1], uses[-1][1]):
             return False
         sites = [Site(self.f, c, cal.cost, None, None) for c, _n in uses]
         return self.planner.changed_between(sites[0], sites, None, [n for _c, n in uses]) is None
@@ -1064,10 +1094,14 @@ class _Function:
             },
         )
 
-    def _awaits_between(self, first: ast.AST, last: ast.AST) -> bool:
+    def _unfollowed_between(self, first: ast.AST, last: ast.AST) -> bool:
+        """Between the two nodes, other tasks run (``await``, ``async for``)
+        or a ``with`` is entered: its ``__enter__`` may wait for other
+        processes (a lock, a file lock) while the state an impure callee reads
+        changes, as in double-checked locking (check, lock, check again)."""
         lo, hi = getattr(first, "lineno", 0), getattr(last, "lineno", 0)
         return any(
-            isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) and lo <= n.lineno <= hi
+            isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith, ast.With)) and lo <= n.lineno <= hi
             for n in self.body.code_nodes
         )
 
