@@ -214,7 +214,7 @@ class Body:
 
     def scope_nodes(self, node: ast.AST) -> list[ast.AST]:
         """The nodes below ``node``, not inside nested functions, lambdas or
-        classes, in :func:`~cachelint.facts.repeats.walk_scope`'s order."""
+        classes, in :func:`walk_scope`'s order."""
         span = self._spans.get(id(node))
         if span is None or self._order[span[0]] is not node or (node is not self.node and isinstance(node, _SCOPES)):
             return list(walk_scope(node))
