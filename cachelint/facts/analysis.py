@@ -80,7 +80,7 @@ class Analysis:
 
     @cached_property
     def cache_analysis(self) -> CacheAnalysis:
-        ca = CacheAnalysis(self.program, self.catalog, self.cost, self.writes)
+        ca = CacheAnalysis(self.program, self.catalog, self.cost, self.writes, self.bodies)
         ca.collect()
         return ca
 

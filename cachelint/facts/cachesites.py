@@ -34,6 +34,7 @@ from ..semantic.guards import guard_atoms, residual, substitute
 from ..semantic.program import CONSTRUCTORS, Program, Value
 from ..semantic.values import CallRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 from ..semantic.writes import Writes
+from .bodies import Bodies
 from .catalog import Catalog
 from .cost import CostModel
 from .hazards import Hazards
@@ -129,14 +130,21 @@ def _mentions(v, root) -> bool:
 
 
 class CacheAnalysis(UseReasons):
-    def __init__(self, program: Program, catalog: Catalog, cost: CostModel, writes: Writes | None = None) -> None:
+    def __init__(
+        self,
+        program: Program,
+        catalog: Catalog,
+        cost: CostModel,
+        writes: Writes | None = None,
+        bodies: Bodies | None = None,
+    ) -> None:
         self.program = program
         self.catalog = catalog
         self.cost = cost
         self.sites: list[CacheSite] = []
         self.by_name: dict[str, list[CacheSite]] = {}
         self._uses: list[Use] | None = None
-        self.hazards = Hazards(program, writes)
+        self.hazards = Hazards(program, writes, bodies)
 
     # ----- cache sites ---------------------------------------------------------------
     def collect(self) -> None:

@@ -49,9 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..index.expr import dotted
-from ..index.records import FunctionInfo
 from ..index.scans import scan_hits
-from ..index.walk import parse_function
 from ..semantic.program import CONSTRUCTORS, Program, Value
 from ..semantic.values import (
     CallRoot,
@@ -66,6 +64,7 @@ from ..semantic.values import (
     TruthyKey,
 )
 from ..semantic.writes import IN_PLACE_METHODS, AttrWrite, Reach, Writes, copy_source
+from .bodies import Bodies
 from .construction import ConstructionOrder, super_calls
 from .results import ResultKinds
 
@@ -116,9 +115,10 @@ class SiteHazards:
 class Hazards(ConstructionOrder):
     """Computes :class:`SiteHazards` per cache site, once."""
 
-    def __init__(self, program: Program, writes: Writes | None = None) -> None:
+    def __init__(self, program: Program, writes: Writes | None = None, bodies: Bodies | None = None) -> None:
         self.p = program
         self.writes = writes if writes is not None else Writes(program)
+        self.bodies = bodies if bodies is not None else Bodies(program)
         self.results = ResultKinds(program, self.writes)
         self._memo: dict = {}
         self._reach: dict = {}
@@ -226,10 +226,10 @@ class Hazards(ConstructionOrder):
         """A ``try`` around the fill whose ``except`` goes on (or a ``with
         suppress(...)``): an exception raised before the fill skips it, and
         the function, the construction too, still completes."""
-        parsed = self._function_node(site.function)
-        if parsed is None:
+        body = self.bodies.body(site.function)
+        if body is None:
             return []
-        node, shift = parsed
+        node, shift = body.node, body.shift
         line = site.call.stmt_line - shift
         out = []
         n: Any
@@ -253,14 +253,6 @@ class Hazards(ConstructionOrder):
                         "if anything before the fill raises, the object is built without it"
                     )
         return out
-
-    def _function_node(self, f: FunctionInfo) -> tuple[Any, int] | None:
-        """The ``def`` of ``f`` parsed again from its own lines (the index
-        keeps no statement structure), with the shift from its line numbers
-        to the file's; None if the file cannot be read or changed since."""
-        lines = self.p.source_lines(f.path)
-        parsed = parse_function(lines, f) if lines is not None else None
-        return (parsed[0], parsed[1]) if parsed is not None else None
 
     def _properties(self, site, deps: dict) -> list:
         """Dependencies that are properties (or other methods) of their
