@@ -199,6 +199,22 @@ def import_bindings(stmt, fi: FileIndex) -> list[tuple[str, str]]:
 _CALLEE = object()  # marks an attribute that is the function of a call (``x.m(...)``)
 
 
+_BUILT_FROM_ELEMENTS = frozenset({"tuple", "list", "set", "frozenset", "sorted"})
+
+
+def _elements(value) -> Expr | None:
+    """The expression each element of ``value`` is, when ``value`` builds a
+    container from a comprehension: ``[e for ...]``, ``{e for ...}``, ``(e
+    for ...)``, or ``tuple``/``list``/``set``/``frozenset``/``sorted`` of one."""
+    t = type(value)
+    if t is _Call and type(value.func) is ast.Name and value.func.id in _BUILT_FROM_ELEMENTS and len(value.args) == 1:
+        value = value.args[0]
+        t = type(value)
+    if t in (ast.ListComp, ast.SetComp, ast.GeneratorExp):
+        return conv(value.elt)
+    return None
+
+
 class FunctionBodyIndexer:
     """Walks one function body (not into nested defs, which get their own)."""
 
@@ -213,6 +229,54 @@ class FunctionBodyIndexer:
         self.handler_depth = 0
         self.probe_depth = 0  # inside the body of a `try` that catches ImportError
         self._after: tuple = ()  # what the last statement establishes for the next (see block)
+        # (name, iterable node or None) of each `for` and comprehension target,
+        # converted once the body is walked (see iterated)
+        self._iterates: list[tuple[str, Any]] = []
+
+    def _iteration(self, target, iterable) -> None:
+        """Record the names ``for target in iterable`` binds to elements: a
+        name takes the iterable's; ``i, x in enumerate(xs)`` gives ``x`` the
+        elements of ``xs``, ``a, b in zip(as, bs)`` each its own, ``k, v in
+        d.items()`` ``v`` those of ``d.values()``; other unpacked names none."""
+        t = type(target)
+        if t is ast.Name:
+            self._iterates.append((target.id, iterable))
+            return
+        if t not in (ast.Tuple, ast.List):
+            return
+        elts = target.elts
+        parts: list = [None] * len(elts)
+        if type(iterable) is _Call and type(iterable.func) is ast.Name and not iterable.keywords:
+            fn, args = iterable.func.id, iterable.args
+            if fn == "enumerate" and len(args) == 1 and len(elts) == 2:
+                parts[1] = args[0]
+            elif fn == "zip" and len(args) == len(elts) and not any(type(a) is ast.Starred for a in args):
+                parts = list(args)
+        elif (
+            type(iterable) is _Call
+            and type(iterable.func) is ast.Attribute
+            and iterable.func.attr == "items"
+            and not iterable.args
+            and len(elts) == 2
+        ):
+            parts[1] = ast.Call(ast.Attribute(iterable.func.value, "values", ast.Load()), [], [])
+        for e, part in zip(elts, parts):
+            if type(e) is ast.Name:
+                self._iterates.append((e.id, part))
+            elif type(e) in (ast.Tuple, ast.List) and part is None:
+                self._iteration(e, None)
+
+    def iterated(self) -> dict:
+        """Each name bound by iteration -> the iterable expressions it takes
+        elements of (FunctionInfo.iterated), converted now that the walk has
+        named every lambda in them."""
+        out: dict = {}
+        for name, node in self._iterates:
+            e = conv(node) if node is not None else UNKNOWN
+            seen = out.setdefault(name, [])
+            if e not in seen:
+                seen.append(e)
+        return {k: tuple(v) for k, v in out.items()}
 
     def _pos(self, node) -> tuple[int, int, int, int]:
         line = node.lineno
@@ -352,6 +416,7 @@ class FunctionBodyIndexer:
                     stmt.lineno,
                 )
             self._bind(stmt.target, UNKNOWN, stmt, guard, True, "for")
+            self._iteration(stmt.target, stmt.iter)
             self.block(stmt.body, guard, True)
             self.block(stmt.orelse, guard, in_loop)
             self._after = self._loop_after(stmt)
@@ -441,14 +506,17 @@ class FunctionBodyIndexer:
             if len(stmt.targets) == 1 and type(stmt.value) is ast.Call:
                 call_target = conv(stmt.targets[0])
             value = self.expr(stmt.value, guard, in_loop, stmt.lineno, assigned_to=call_target) or conv(stmt.value)
+            elements = _elements(stmt.value)
             for tgt in stmt.targets:
-                self._bind(tgt, value, stmt, guard, in_loop, "assign")
+                self._bind(tgt, value, stmt, guard, in_loop, "assign", elements)
             return
         if t is ast.AnnAssign:
             if stmt.value is not None:
                 call_target = conv(stmt.target) if type(stmt.value) is ast.Call else None
                 value = self.expr(stmt.value, guard, in_loop, stmt.lineno, assigned_to=call_target)
-                self._bind(stmt.target, value or conv(stmt.value), stmt, guard, in_loop, "annassign")
+                self._bind(
+                    stmt.target, value or conv(stmt.value), stmt, guard, in_loop, "annassign", _elements(stmt.value)
+                )
             return
         if t is ast.AugAssign:
             self.expr(stmt.value, guard, in_loop, stmt.lineno)
@@ -522,7 +590,7 @@ class FunctionBodyIndexer:
             return (_marker(f"no `return` in the loop at line {stmt.lineno}"),)
         return ()
 
-    def _bind(self, tgt, value: Expr, stmt, guard, in_loop, kind) -> None:
+    def _bind(self, tgt, value: Expr, stmt, guard, in_loop, kind, elements: Expr | None = None) -> None:
         if isinstance(tgt, (ast.Tuple, ast.List)):
             for e in tgt.elts:
                 self._bind(e.value if isinstance(e, ast.Starred) else e, UNKNOWN, stmt, guard, in_loop, "unpack")
@@ -531,7 +599,7 @@ class FunctionBodyIndexer:
             # evaluate the receiver's calls (e.g. f().x = ...)
             self.expr(tgt.value, guard, in_loop, stmt.lineno)
         line, col, end_line, end_col = self._pos(tgt)
-        self.assigns.append(Assign(conv(tgt), value, line, col, end_line, end_col, guard, in_loop, kind))
+        self.assigns.append(Assign(conv(tgt), value, line, col, end_line, end_col, guard, in_loop, kind, elements))
 
     def expr(self, node: Any, guard: Guard, in_loop: bool, stmt_line: int, assigned_to: Expr | None = None):
         """Record every call in ``node`` (not inside lambdas / nested defs).
@@ -654,6 +722,7 @@ class FunctionBodyIndexer:
             if t in _COMPS:
                 for gen in n.generators:
                     push((gen.iter, g, loop, None))
+                    self._iteration(gen.target, gen.iter)
                     for cond in gen.ifs:
                         push((cond, g, True, None))
                     # comprehension targets are local to the comprehension

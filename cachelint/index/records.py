@@ -35,6 +35,10 @@ class Assign:
     guard: Guard
     in_loop: bool
     kind: str = "assign"  # assign | annassign | augassign | for | with | walrus | unpack | del
+    # the value is built element by element (``[e for ...]``, ``tuple(e for
+    # ...)``): the expression each element is (the comprehension's own names
+    # in it are unknown); None otherwise
+    elements: Expr | None = None
 
 
 @dataclass
@@ -89,6 +93,10 @@ class FunctionInfo:
     # x`` (``__contains__``), ``for a in x`` (``__iter__``, ``__next__``),
     # ``with x`` (``__enter__``, ``__exit__``); only the call graph reads them
     implicit_calls: list[CallSite] = field(default_factory=list)
+    # names bound to the elements of an iterable, by ``for`` or by a
+    # comprehension: name -> the iterable expressions (UNKNOWN where an
+    # unpacking target cannot be paired with one); only typing reads them
+    iterated: dict = field(default_factory=dict)
 
     @property
     def self_name(self) -> str | None:

@@ -288,6 +288,7 @@ class _Indexer:
         f.implicit_calls = marshal.dumps(body.implicit) if body.implicit else []  # type: ignore[assignment]  # unpacked on first read
         f.returns = body.returns
         f.global_names = tuple(body.global_names)
+        f.iterated = body.iterated()
         return f
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..index.expr import _last_name
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
 from .values import (
     MODULE_CODE,
@@ -64,6 +65,16 @@ _BUILTIN_DUNDERS = {
 }
 
 
+def is_stub(f: FunctionInfo) -> bool:
+    """A method with no behaviour of its own: ``@abstractmethod``, or a body
+    of ``pass``, ``...``, a docstring or ``raise NotImplementedError``."""
+    if any(_last_name(d) == "abstractmethod" for d in f.decorators):
+        return True
+    if f.returns or f.assigns:
+        return False
+    return all(_last_name(c.func) == "NotImplementedError" for c in f.calls)
+
+
 class Calls:
     """Methods of the program (a mixin: ``self`` is the program)."""
 
@@ -81,6 +92,7 @@ class Calls:
         def cls_param_class(self, root) -> str | None: ...
         def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext: ...
         def element_functions(self, sub, ctx: FunctionContext) -> list[FunctionInfo]: ...
+        def expr_classes(self, e, ctx: FunctionContext, depth: int = 0) -> tuple[str, ...]: ...
         def exact_class(self, v: Value) -> bool: ...
 
         functions: dict[str, FunctionInfo]
@@ -265,6 +277,8 @@ class Calls:
         if callee is None:
             if func[0] == "sub":  # handlers["a"](), table[i]()
                 return self.element_functions(func, self.context(f))
+            if func[0] == "attr":  # m.step() on a loop variable: the classes of the iterable's elements
+                return self._targets_on_classes(self.expr_classes(func[1], self.context(f)), func[2])
             return []
         out: list[FunctionInfo] = []
         fn = self.callee_function(callee)
@@ -302,6 +316,13 @@ class Calls:
                 for o in self.overrides(t, callee[-1]):
                     if o is not fn:
                         out.append(o)
+            if fn is None and t is None:  # a union-annotated receiver: each member's method
+                ctx = self.context(f)
+                for o in self._targets_on_classes(
+                    self.expr_classes(func[1], ctx) if func[0] == "attr" else (), callee[-1]
+                ):
+                    if o not in out:
+                        out.append(o)
             if fn is None and t is not None and t in self.classes:
                 # a callable attribute a subclass stores: `self.child()` in a base, `self.child = self.f` in each subclass
                 for sub in self.subclasses(t):
@@ -332,6 +353,22 @@ class Calls:
                 if g is not None:
                     out.append(g)
                     self._opaque_args.add((id(call), g.qualname))
+        return out
+
+    def _targets_on_classes(self, classes: tuple[str, ...], name: str) -> list[FunctionInfo]:
+        """The methods ``name`` a receiver of one of ``classes`` dispatches
+        to (see :mod:`.elements`), with the overrides :meth:`call_targets`
+        follows on a declared type: where the class has no such method, or
+        is a protocol, at most MAX_OVERRIDES of them."""
+        out: list[FunctionInfo] = []
+        for c in classes:
+            m = self.lookup_method(c, name)
+            if m is not None and m not in out:
+                out.append(m)
+            if m is None or is_stub(m) or self.is_protocol(c):
+                subs = self.overrides(c, name)
+                if len(subs) <= MAX_OVERRIDES:
+                    out.extend(o for o in subs if o not in out)
         return out
 
     def passes_arguments(self, call, target: FunctionInfo) -> bool:

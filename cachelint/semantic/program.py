@@ -38,6 +38,7 @@ from ..index.expr import _last_name, dotted
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
 from .calls import Calls
 from .containers import Containers
+from .elements import Elements
 from .hierarchy import Hierarchy
 from .idioms import DEFAULT_DECORATORS, CacheDecorators, is_cached_function
 from .types import Types
@@ -60,16 +61,6 @@ _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 
 def _last(d) -> str | None:
     return _last_name(d)
-
-
-def is_stub(f: FunctionInfo) -> bool:
-    """A method with no behaviour of its own: ``@abstractmethod``, or a body
-    of ``pass``, ``...``, a docstring or ``raise NotImplementedError``."""
-    if any(_last(d) == "abstractmethod" for d in f.decorators):
-        return True
-    if f.returns or f.assigns:
-        return False
-    return all(_last_name(c.func) == "NotImplementedError" for c in f.calls)
 
 
 def _is_overload(f: FunctionInfo) -> bool:
@@ -108,7 +99,7 @@ class FunctionContext:
         return self.f.name in CONSTRUCTORS and self.self_class is not None
 
 
-class Program(Hierarchy, Types, Containers, Calls):
+class Program(Hierarchy, Types, Elements, Containers, Calls):
     """The whole program. Class hierarchies (:mod:`.hierarchy`), types
     (:mod:`.types`), containers (:mod:`.containers`) and call resolution
     (:mod:`.calls`) are mixins of it."""
@@ -150,6 +141,7 @@ class Program(Hierarchy, Types, Containers, Calls):
         self._self_writers_memo: dict = {}
         self._self_writers_index: dict | None = None
         self._type_memo: dict = {}
+        self._classes_memo: dict = {}  # (function, self class, expr) -> classes (see Elements)
         self._in_progress: set = set()
         self._subclasses: dict | None = None
         self._callees: dict = {}

@@ -1,0 +1,384 @@
+"""The classes a value may have where one class is not known: each member of
+a union annotation, and the elements of an iterable a loop or a
+comprehension takes (``for m in self.managers: m.step()``).
+
+The call graph asks it of a call it could not resolve otherwise
+(:meth:`cachelint.semantic.calls.Calls.call_targets`): the classes found
+give the call its edges. Nothing here names a value: a loop variable stays
+unknown to the symbolic evaluation (it changes on each iteration), only its
+classes are known.
+
+A mixin of :class:`cachelint.semantic.program.Program`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from ..index.expr import UNKNOWN, conv, dotted
+from ..index.records import FunctionInfo
+from .values import CallRoot, GlobalRoot, ParamRoot, Value
+
+if TYPE_CHECKING:
+    from ..index.records import ClassInfo, FileIndex
+    from .program import FunctionContext
+
+# generic classes whose iteration gives their first type argument
+_SEQUENCES = frozenset(
+    {
+        "list",
+        "List",
+        "Sequence",
+        "MutableSequence",
+        "Iterable",
+        "Iterator",
+        "Collection",
+        "Reversible",
+        "set",
+        "Set",
+        "MutableSet",
+        "AbstractSet",
+        "frozenset",
+        "FrozenSet",
+        "deque",
+        "Deque",
+        "KeysView",
+        "ValuesView",
+        "Generator",
+        "AsyncIterator",
+        "AsyncIterable",
+        "AsyncGenerator",
+    }
+)
+# mappings: iteration gives the keys (the first argument), ``values()`` the second
+_MAPPINGS = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "defaultdict", "DefaultDict"})
+# builtins that give the elements of their one argument, in some order
+_SAME_ELEMENTS = frozenset({"list", "tuple", "sorted", "reversed", "set", "frozenset", "iter"})
+
+_MAX_DEPTH = 6
+
+Classes = tuple[str, ...]
+
+
+def _union(parts) -> Classes:
+    out: list[str] = []
+    for p in parts:
+        for c in p:
+            if c not in out:
+                out.append(c)
+    return tuple(out)
+
+
+def _type_arguments(sub) -> tuple:
+    s = sub[2]
+    return s[1] if s[0] == "tuple" else (s,)
+
+
+def _is_none(e) -> bool:
+    return e == ("const", None) or e == ("name", "None")
+
+
+class Elements:
+    """Methods of the program (a mixin: ``self`` is the program)."""
+
+    if TYPE_CHECKING:  # what the program provides (checked against it by mypy)
+        _classes_memo: dict
+        classes: dict[str, ClassInfo]
+        functions: dict[str, FunctionInfo]
+        modules: dict[str, FileIndex]
+
+        def attr_type(self, class_qn: str, attr: str, depth: int = 0) -> str | None: ...
+        def callee_function(self, callee: Value | None, depth: int = 0) -> FunctionInfo | None: ...
+        def canon(self, e, ctx: FunctionContext | None, depth: int = 0) -> Value | None: ...
+        def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext: ...
+        def is_module_level_variable(self, qn: str) -> bool: ...
+        def module_function(self, module: str) -> FunctionInfo | None: ...
+        def mro(self, class_qn: str) -> list[str]: ...
+        def resolve_annotation(self, ann, module: str, depth: int = 0) -> str | None: ...
+        def resolve_name(self, module: str, name: str, depth: int = 0) -> str | None: ...
+        def resolve_qualified(self, qn: str, depth: int = 0) -> str: ...
+        def self_attr_writers(self, class_qn: str, attr: str) -> list: ...
+        def type_of(self, v: Value | None, depth: int = 0) -> str | None: ...
+
+    # ----- annotations ----------------------------------------------------------------
+    def annotation_classes(self, ann, module: str, depth: int = 0) -> Classes:
+        """The in-tree classes a value annotated ``ann`` may be: the one it
+        names, or each member of a union (``A | B``, ``Union[A, B]``, an
+        alias of one); the rest of a union (``None``, builtins, external
+        classes) adds none."""
+        if ann is None or depth > _MAX_DEPTH:
+            return ()
+        t = self.resolve_annotation(ann, module)
+        if t is not None:
+            return (t,) if t in self.classes else ()
+        k = ann[0]
+        if k == "const" and isinstance(ann[1], str):
+            try:
+                node = ast.parse(ann[1], mode="eval").body
+            except SyntaxError:
+                return ()
+            return self.annotation_classes(conv(node), module, depth + 1)
+        if k == "or":
+            return _union(self.annotation_classes(m, module, depth + 1) for m in ann[1] if not _is_none(m))
+        if k == "sub":
+            last = (dotted(ann[1]) or "").rpartition(".")[2]
+            if last in ("Union", "Optional"):
+                args = _type_arguments(ann)
+                return _union(self.annotation_classes(m, module, depth + 1) for m in args if not _is_none(m))
+            return ()
+        if k in ("name", "attr"):  # an alias: `AnyTokenizer = Union[A, B]`
+            alias = self._alias_value(ann, module)
+            if alias is not None:
+                return self.annotation_classes(alias[0], alias[1], depth + 1)
+        return ()
+
+    def _alias_value(self, ann, module: str):
+        """``(expression, module)`` of the module variable an annotation names, when it is one."""
+        d = dotted(ann)
+        if d is None:
+            return None
+        head, _, rest = d.partition(".")
+        r = self.resolve_name(module, head)
+        if r is None:
+            return None
+        qn = self.resolve_qualified(f"{r}.{rest}" if rest else r)
+        if qn in self.classes or not self.is_module_level_variable(qn):
+            return None
+        mod, _, name = qn.rpartition(".")
+        fi = self.modules.get(mod)
+        e = fi.globals.get(name) if fi is not None else None
+        if e is None or e[0] not in ("sub", "or", "name", "attr", "const"):
+            return None
+        return e, mod
+
+    def annotation_elements(self, ann, module: str, depth: int = 0) -> Classes:
+        """The in-tree classes of the elements iterating a value annotated ``ann`` gives."""
+        if ann is None or depth > _MAX_DEPTH:
+            return ()
+        k = ann[0]
+        if k == "const" and isinstance(ann[1], str):
+            try:
+                node = ast.parse(ann[1], mode="eval").body
+            except SyntaxError:
+                return ()
+            return self.annotation_elements(conv(node), module, depth + 1)
+        if k == "or":
+            return _union(self.annotation_elements(m, module, depth + 1) for m in ann[1] if not _is_none(m))
+        if k in ("name", "attr"):
+            alias = self._alias_value(ann, module)
+            return self.annotation_elements(alias[0], alias[1], depth + 1) if alias is not None else ()
+        if k != "sub":
+            return ()
+        last = (dotted(ann[1]) or "").rpartition(".")[2]
+        args = _type_arguments(ann)
+        if last in ("Union", "Optional"):
+            return _union(self.annotation_elements(m, module, depth + 1) for m in args if not _is_none(m))
+        if last in ("Final", "ClassVar", "Annotated"):
+            return self.annotation_elements(args[0], module, depth + 1)
+        if last in _SEQUENCES or last in _MAPPINGS:
+            return self.annotation_classes(args[0], module, depth + 1)
+        if last in ("tuple", "Tuple"):
+            return _union(self.annotation_classes(m, module, depth + 1) for m in args if m != ("const", Ellipsis))
+        return ()
+
+    def _mapping_values(self, ann, module: str, depth: int = 0) -> Classes:
+        """The classes of a mapping's values, from its annotation (``dict[K, V]``: V)."""
+        if ann is None or depth > _MAX_DEPTH:
+            return ()
+        k = ann[0]
+        if k == "or":
+            return _union(self._mapping_values(m, module, depth + 1) for m in ann[1] if not _is_none(m))
+        if k in ("name", "attr"):
+            alias = self._alias_value(ann, module)
+            return self._mapping_values(alias[0], alias[1], depth + 1) if alias is not None else ()
+        if k != "sub":
+            return ()
+        last = (dotted(ann[1]) or "").rpartition(".")[2]
+        args = _type_arguments(ann)
+        if last == "Optional":
+            return self._mapping_values(args[0], module, depth + 1)
+        if last in _MAPPINGS and len(args) == 2:
+            return self.annotation_classes(args[1], module, depth + 1)
+        return ()
+
+    # ----- expressions ----------------------------------------------------------------
+    def expr_classes(self, e, ctx: FunctionContext, depth: int = 0) -> Classes:
+        """The in-tree classes the value of expression ``e`` (in ``ctx``) may
+        have: its type when cachelint knows one, else each member of a union
+        annotation, the classes of a loop variable's iterable's elements, or
+        what a call returns."""
+        if e is None or depth > _MAX_DEPTH:
+            return ()
+        key = (ctx.f.qualname, ctx.self_class, e)
+        memo = self._classes_memo
+        if key in memo:
+            return memo[key]
+        memo[key] = ()  # recursion guard
+        out = self._expr_classes(e, ctx, depth)
+        memo[key] = out
+        return out
+
+    def _expr_classes(self, e, ctx: FunctionContext, depth: int) -> Classes:
+        v = self.canon(e, ctx)
+        if v is not None:
+            t = self.type_of(v)
+            if t is not None:
+                return (t,) if t in self.classes else ()
+            return self._value_classes(v, depth)
+        k = e[0]
+        if k == "name":
+            return self.iterated_classes(ctx, e[1], depth + 1)
+        if k == "attr":
+            return _union(self.attr_classes(c, e[2], depth + 1) for c in self.expr_classes(e[1], ctx, depth + 1))
+        if k == "call":
+            callee = self.canon(e[1], ctx)
+            if callee is None:
+                return ()
+            if len(callee) == 1 and isinstance(callee[0], GlobalRoot) and callee[0].qualname in self.classes:
+                return (callee[0].qualname,)
+            fn = self.callee_function(callee)
+            return self.returned_classes(fn) if fn is not None else ()
+        return ()
+
+    def _value_classes(self, v: Value, depth: int) -> Classes:
+        """Classes of a canonical value whose one type is unknown: a union-annotated parameter or attribute."""
+        root = v[0]
+        if len(v) == 1:
+            if isinstance(root, ParamRoot):
+                f = self.functions.get(root.function)
+                p = next((p for p in f.params if p.name == root.name), None) if f is not None else None
+                return self.annotation_classes(p.annotation, f.module) if p is not None and f is not None else ()
+            if isinstance(root, CallRoot):
+                fn = self.callee_function(root.callee)
+                return self.returned_classes(fn) if fn is not None else ()
+            return ()
+        owner = self.type_of(v[:-1])
+        return self.attr_classes(owner, v[-1], depth + 1) if owner is not None else ()
+
+    def attr_classes(self, class_qn: str, attr: str, depth: int = 0) -> Classes:
+        t = self.attr_type(class_qn, attr)
+        if t is not None:
+            return (t,) if t in self.classes else ()
+        for qn in self.mro(class_qn):
+            c = self.classes.get(qn)
+            if c is not None and attr in c.fields:
+                return self.annotation_classes(c.fields[attr], c.module, depth + 1)
+        return ()
+
+    def returned_classes(self, fn: FunctionInfo) -> Classes:
+        ann = fn.returns_annotation
+        if ann is not None:
+            return self.annotation_classes(ann, fn.module)
+        t = self.type_of((CallRoot((GlobalRoot(fn.qualname),), ()),))
+        return (t,) if t is not None and t in self.classes else ()
+
+    # ----- iteration ------------------------------------------------------------------
+    def iterated_classes(self, ctx: FunctionContext, name: str, depth: int = 0) -> Classes:
+        """The classes of loop variable ``name``: the elements of each
+        iterable a ``for`` or a comprehension of the function binds it from.
+        None when the name is also bound otherwise (an assignment, a parameter)."""
+        f = ctx.f
+        sources = f.iterated.get(name)
+        if not sources:
+            return ()
+        if name in ctx.params or any(a.kind not in ("for", "unpack") for a in ctx.locals.get(name, ())):
+            return ()
+        return _union(self.iterable_elements(s, ctx, depth + 1) for s in sources if s != UNKNOWN)
+
+    def iterable_elements(self, e, ctx: FunctionContext, depth: int = 0) -> Classes:
+        """The in-tree classes of the elements iterating expression ``e`` (in ``ctx``) gives."""
+        if e is None or depth > _MAX_DEPTH:
+            return ()
+        k = e[0]
+        if k in ("list", "tuple"):
+            return _union(self.expr_classes(x, ctx, depth + 1) for x in e[1])
+        if k == "call" and not e[3] and len(e[2]) == 1 and e[1][0] == "name" and e[1][1] in _SAME_ELEMENTS:
+            if self.canon(e[1], ctx) == (GlobalRoot(f"builtins.{e[1][1]}"),):
+                return self.iterable_elements(e[2][0], ctx, depth + 1)
+        if k == "call" and not e[2] and not e[3] and e[1][0] == "attr" and e[1][2] == "values":
+            return self._values_of(e[1][1], ctx, depth + 1)
+        if k == "name":
+            local = ctx.locals.get(e[1], ())
+            if len(local) == 1 and local[0].kind in ("assign", "annassign"):
+                return self._assigned_elements(local[0], ctx, depth + 1)
+        v = self.canon(e, ctx)
+        return self._value_elements(v, depth + 1) if v is not None else ()
+
+    def _assigned_elements(self, a, ctx: FunctionContext, depth: int) -> Classes:
+        if a.elements is not None:
+            return self.expr_classes(a.elements, ctx, depth + 1)
+        if a.value[0] in ("list", "tuple"):
+            return _union(self.expr_classes(x, ctx, depth + 1) for x in a.value[1])
+        return ()
+
+    def _value_elements(self, v: Value, depth: int) -> Classes:
+        root = v[0]
+        if len(v) == 1:
+            if isinstance(root, ParamRoot):
+                f = self.functions.get(root.function)
+                p = next((p for p in f.params if p.name == root.name), None) if f is not None else None
+                return self.annotation_elements(p.annotation, f.module) if p is not None and f is not None else ()
+            if isinstance(root, CallRoot):
+                fn = self.callee_function(root.callee)
+                return self.annotation_elements(fn.returns_annotation, fn.module) if fn is not None else ()
+            if isinstance(root, GlobalRoot):
+                mod, _, name = root.qualname.rpartition(".")
+                fi = self.modules.get(mod)
+                if fi is None:
+                    return ()
+                if name in fi.global_annotations:
+                    return self.annotation_elements(fi.global_annotations[name], mod)
+                g = fi.globals.get(name)
+                if g is not None and g[0] in ("list", "tuple"):
+                    mf = self.module_function(mod)
+                    return _union(self.expr_classes(x, self.context(mf), depth + 1) for x in g[1]) if mf else ()
+            return ()
+        owner = self.type_of(v[:-1])
+        if owner is None or owner not in self.classes:
+            return ()
+        out: list[Classes] = []
+        for ann, module, a, ctx in self._attr_sources(owner, v[-1]):
+            if ann is not None:
+                out.append(self.annotation_elements(ann, module))
+            elif a is not None and ctx is not None:
+                out.append(self._assigned_elements(a, ctx, depth + 1))
+        return _union(out)
+
+    def _attr_sources(self, owner: str, attr: str) -> list:
+        """What says what attribute ``attr`` of a ``owner`` holds: its class-level
+        annotation ``(annotation, module, None, None)``, else each writer in
+        the class, as the annotation of the parameter it stores or
+        ``(None, None, assignment, context)``."""
+        for qn in self.mro(owner):
+            c = self.classes.get(qn)
+            if c is not None and attr in c.fields:
+                return [(c.fields[attr], c.module, None, None)]
+        out: list = []
+        for f, a in self.self_attr_writers(owner, attr):
+            if a.kind not in ("assign", "annassign"):
+                continue
+            ctx = self.context(f, owner)
+            if a.value[0] == "name" and a.value[1] in ctx.params:
+                out.append((ctx.params[a.value[1]].annotation, f.module, None, None))
+            else:
+                out.append((None, None, a, ctx))
+        return out
+
+    def _values_of(self, e, ctx: FunctionContext, depth: int) -> Classes:
+        """The classes of ``e.values()``'s elements, from ``e``'s annotation."""
+        v = self.canon(e, ctx)
+        if v is None:
+            return ()
+        root = v[0]
+        if len(v) == 1 and isinstance(root, ParamRoot):
+            f = self.functions.get(root.function)
+            p = next((p for p in f.params if p.name == root.name), None) if f is not None else None
+            return self._mapping_values(p.annotation, f.module) if p is not None and f is not None else ()
+        if len(v) >= 2:
+            owner = self.type_of(v[:-1])
+            if owner is not None and owner in self.classes:
+                return _union(
+                    self._mapping_values(ann, module) for ann, module, _a, _c in self._attr_sources(owner, v[-1])
+                )
+        return ()
