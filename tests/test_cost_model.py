@@ -92,6 +92,34 @@ def test_config_walk_without_entry():
     assert cost.why.startswith("`m.ModelConfig.derive` probes 3 config attributes (`self.hf_config`)")
 
 
+def test_reading_a_configs_fields_by_name_in_a_loop_is_a_config_walk():
+    src = """
+    import dataclasses
+
+    class KernelConfig:
+        def apply(self):
+            for field in dataclasses.fields(self):
+                install(getattr(self, field.name))
+
+        def one(self):
+            return getattr(self, "mode", None)
+
+    class Widget:
+        def apply(self):
+            for field in dataclasses.fields(self):
+                install(getattr(self, field.name))
+
+    def install(value):
+        return value
+    """
+    model, p = _model(src)
+    cost = _cost(model, p, "KernelConfig.apply")
+    assert cost is not None and cost.decided is Decided.CONFIG_WALK
+    assert "reads the attributes of `self` one by one by name, in a loop" in cost.why
+    assert _cost(model, p, "KernelConfig.one") is None  # one probe with a constant name
+    assert _cost(model, p, "Widget.apply") is None  # not a config: neither its spelling nor its class says so
+
+
 def test_visibly_cheap_method_overrides_the_catalog_but_a_function_keeps_its_word():
     src = """
     import functools

@@ -459,6 +459,22 @@ class CostModel(PurityQuestions):
             return reach.why()
         return self.walks_config(fn)
 
+    def _config_object(self, fn: FunctionInfo, e) -> str | None:
+        """How a probe's first argument is shown when it is a config object:
+        its spelling names a config (``self.hf_config``), or its class does
+        (``self`` in a method of ``KernelConfig``); else None."""
+        target = dotted(e) or ""
+        if "config" in target.lower():
+            return target
+        if e[0] not in ("name", "attr"):
+            return None
+        p = self.program
+        v = p.canon(e, p.context(fn, fn.class_qualname))
+        t = p.type_of(v) if v is not None else None
+        if t is not None and "config" in t.rpartition(".")[2].lower():
+            return target
+        return None
+
     def walks_config(self, fn: FunctionInfo, depth: int = 0) -> str | None:
         """Why ``fn`` walks a config on each call, from its body alone, or None."""
         memo = self._walk_memo
@@ -469,11 +485,14 @@ class CostModel(PurityQuestions):
         probes: list[str] = []
         loops = any(a.kind == "for" for a in fn.assigns)
         result = None
+        walk = None
         for c in fn.calls:
             if c.func[0] == "name" and c.func[1] in PROBES and c.args:
-                target = dotted(c.args[0]) or ""
-                if "config" in target.lower():
+                target = self._config_object(fn, c.args[0])
+                if target is not None:
                     probes.append(target)
+                    if c.in_loop and len(c.args) > 1 and c.args[1][0] != "const" and walk is None:
+                        walk = target  # getattr(config, name) over names: every attribute it lists
                     continue
             if depth < MAX_DEPTH:
                 callee = p.call_callee(fn, c)
@@ -483,6 +502,8 @@ class CostModel(PurityQuestions):
                     if inner is not None:
                         result = f"`{fn.qualname}` calls `{g.qualname}`: {inner}"
                         break
+        if result is None and walk is not None:
+            result = f"`{fn.qualname}` reads the attributes of `{walk}` one by one by name, in a loop, on each call"
         if result is None and len(probes) >= WALK_PROBES:
             shown = ", ".join(f"`{t}`" for t in dict.fromkeys(probes))
             result = f"`{fn.qualname}` probes {len(probes)} config attributes ({shown}) on each call"
