@@ -75,15 +75,17 @@ def test_findings_document_matches_the_report(report):
         assert f"| {code} | {n} |" in defaults
 
 
-def test_sample_has_twenty_verdicts_at_least_eighteen_real(report):
+def test_sample_of_twenty_verdicts_at_least_nine_in_ten_real(report):
     doc = DOC.read_text(encoding="utf-8")
     sample = doc.split("## Random sample of", 1)[1].split("\n## ", 1)[0]
     verdicts = re.findall(r"\*\*Verdict: (real|false alarm)", sample)
-    assert len(verdicts) == 20
-    assert verdicts.count("real") >= 18
+    # twenty of the default CL001 and CL002 findings, or all of them when there are fewer
+    n = min(20, sum(1 for f in report if f["code"] in ("CL001", "CL002")))
+    assert len(verdicts) == n
+    assert verdicts.count("real") >= 0.9 * n
     # the sample is drawn from what cachelint reports today, not from an older run
     sampled = re.findall(r"^- `(vllm/[\w/.]+\.py):(\d+)`", sample, re.MULTILINE)
-    assert len(sampled) == 20
+    assert len(sampled) == n
     reported = {(f["path"], str(f["line"])) for f in report}
     assert set(sampled) <= reported
 

@@ -287,6 +287,30 @@ class Runner:
             preset="python",
             hot_roots=_ROOTS,
         ),
+        # a deep copy of `self` (a `clone()` per request): the same object on
+        # each call of the method, but the copy reads its whole current state,
+        # and a fresh object is what the caller wants
+        Example(
+            """
+import copy
+
+class Params:
+    def __init__(self, n):
+        self.n = n
+
+    def clone(self):
+        return copy.deepcopy(self)
+
+class Runner:
+    def __init__(self, params: Params):
+        self.params = params
+
+    def execute_model(self, batch):
+        return self.params.clone(), batch
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # an import in a function outside any `try` catching ImportError is a
         # lookup in sys.modules after the first run, not a probe
         Example(

@@ -80,6 +80,12 @@ class HoistPlanner(Memoizer, LocalHoists):
             elif s.cost.varies:  # not even two calls in one run share a value
                 s.varies = f"its value depends on where and when it is called ({s.cost.reason})"
                 continue
+            elif s.cost.kind == "copy" and ("name", s.function.self_name) in s.call.args:
+                # `copy.deepcopy(self)` in `clone()`: the same object on each call
+                # of the method, not the same state (a copy reads all of it), and
+                # a fresh copy is what the caller asked for
+                s.varies = "it copies `self`, whose whole current state it reads, not only which object it is"
+                continue
             else:
                 why = self.inputs_vary(s.function, s.call)
             if why is None:
