@@ -515,7 +515,14 @@ class FunctionBodyIndexer:
                 call_target = conv(stmt.target) if type(stmt.value) is ast.Call else None
                 value = self.expr(stmt.value, guard, in_loop, stmt.lineno, assigned_to=call_target)
                 self._bind(
-                    stmt.target, value or conv(stmt.value), stmt, guard, in_loop, "annassign", _elements(stmt.value)
+                    stmt.target,
+                    value or conv(stmt.value),
+                    stmt,
+                    guard,
+                    in_loop,
+                    "annassign",
+                    _elements(stmt.value),
+                    conv(stmt.annotation),
                 )
             return
         if t is ast.AugAssign:
@@ -590,7 +597,9 @@ class FunctionBodyIndexer:
             return (_marker(f"no `return` in the loop at line {stmt.lineno}"),)
         return ()
 
-    def _bind(self, tgt, value: Expr, stmt, guard, in_loop, kind, elements: Expr | None = None) -> None:
+    def _bind(
+        self, tgt, value: Expr, stmt, guard, in_loop, kind, elements: Expr | None = None, annotation: Expr | None = None
+    ) -> None:
         if isinstance(tgt, (ast.Tuple, ast.List)):
             for e in tgt.elts:
                 self._bind(e.value if isinstance(e, ast.Starred) else e, UNKNOWN, stmt, guard, in_loop, "unpack")
@@ -599,7 +608,9 @@ class FunctionBodyIndexer:
             # evaluate the receiver's calls (e.g. f().x = ...)
             self.expr(tgt.value, guard, in_loop, stmt.lineno)
         line, col, end_line, end_col = self._pos(tgt)
-        self.assigns.append(Assign(conv(tgt), value, line, col, end_line, end_col, guard, in_loop, kind, elements))
+        self.assigns.append(
+            Assign(conv(tgt), value, line, col, end_line, end_col, guard, in_loop, kind, elements, annotation)
+        )
 
     def expr(self, node: Any, guard: Guard, in_loop: bool, stmt_line: int, assigned_to: Expr | None = None):
         """Record every call in ``node`` (not inside lambdas / nested defs).

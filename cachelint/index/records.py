@@ -39,6 +39,8 @@ class Assign:
     # ...)``): the expression each element is (the comprehension's own names
     # in it are unknown); None otherwise
     elements: Expr | None = None
+    # the annotation of an annotated assignment (``self.queue: deque[Req] = deque()``)
+    annotation: Expr | None = None
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..index.expr import UNKNOWN, conv, dotted
 from ..index.records import FunctionInfo
-from .values import CallRoot, GlobalRoot, ParamRoot, Value
+from .values import ALIAS_KINDS, CallRoot, GlobalRoot, ParamRoot, Value
 
 if TYPE_CHECKING:
     from ..index.records import ClassInfo, FileIndex
@@ -152,8 +152,10 @@ class Elements:
             return None
         return e, mod
 
-    def annotation_elements(self, ann, module: str, depth: int = 0) -> Classes:
-        """The in-tree classes of the elements iterating a value annotated ``ann`` gives."""
+    def annotation_elements(self, ann, module: str, depth: int = 0, items: bool = False) -> Classes:
+        """The in-tree classes of the elements iterating a value annotated
+        ``ann`` gives; with ``items``, of what subscripting it gives (a
+        mapping's values, not its keys)."""
         if ann is None or depth > _MAX_DEPTH:
             return ()
         k = ann[0]
@@ -162,20 +164,22 @@ class Elements:
                 node = ast.parse(ann[1], mode="eval").body
             except SyntaxError:
                 return ()
-            return self.annotation_elements(conv(node), module, depth + 1)
+            return self.annotation_elements(conv(node), module, depth + 1, items)
         if k == "or":
-            return _union(self.annotation_elements(m, module, depth + 1) for m in ann[1] if not _is_none(m))
+            return _union(self.annotation_elements(m, module, depth + 1, items) for m in ann[1] if not _is_none(m))
         if k in ("name", "attr"):
             alias = self._alias_value(ann, module)
-            return self.annotation_elements(alias[0], alias[1], depth + 1) if alias is not None else ()
+            return self.annotation_elements(alias[0], alias[1], depth + 1, items) if alias is not None else ()
         if k != "sub":
             return ()
         last = (dotted(ann[1]) or "").rpartition(".")[2]
         args = _type_arguments(ann)
         if last in ("Union", "Optional"):
-            return _union(self.annotation_elements(m, module, depth + 1) for m in args if not _is_none(m))
+            return _union(self.annotation_elements(m, module, depth + 1, items) for m in args if not _is_none(m))
         if last in ("Final", "ClassVar", "Annotated"):
-            return self.annotation_elements(args[0], module, depth + 1)
+            return self.annotation_elements(args[0], module, depth + 1, items)
+        if last in _MAPPINGS and items:
+            return self.annotation_classes(args[1], module, depth + 1) if len(args) == 2 else ()
         if last in _SEQUENCES or last in _MAPPINGS:
             return self.annotation_classes(args[0], module, depth + 1)
         if last in ("tuple", "Tuple"):
@@ -228,7 +232,9 @@ class Elements:
             return self._value_classes(v, depth)
         k = e[0]
         if k == "name":
-            return self.iterated_classes(ctx, e[1], depth + 1)
+            return self.local_classes(ctx, e[1], depth + 1)
+        if k == "sub":
+            return self.iterable_elements(e[1], ctx, depth + 1, items=True)
         if k == "attr":
             return _union(self.attr_classes(c, e[2], depth + 1) for c in self.expr_classes(e[1], ctx, depth + 1))
         if k == "call":
@@ -274,6 +280,30 @@ class Elements:
         return (t,) if t is not None and t in self.classes else ()
 
     # ----- iteration ------------------------------------------------------------------
+    def local_classes(self, ctx: FunctionContext, name: str, depth: int = 0) -> Classes:
+        """The classes of local ``name`` where it has no one value (bound in
+        a loop, or more than once): each value assigned to it, and the
+        elements of what a ``for`` or a comprehension binds it from. None
+        when some binding is of another kind (``+=``, ``with``, an unpacking
+        cachelint cannot pair) or the name is a parameter."""
+        if name in ctx.params:
+            return ()
+        local = ctx.locals.get(name, ())
+        if not local:
+            return self.iterated_classes(ctx, name, depth)
+        parts: list[Classes] = []
+        for a in local:
+            if a.kind in ALIAS_KINDS:
+                parts.append(self.expr_classes(a.value, ctx, depth + 1))
+            elif a.kind not in ("for", "unpack"):
+                return ()
+        if any(a.kind in ("for", "unpack") for a in local):
+            sources = ctx.f.iterated.get(name)
+            if not sources or UNKNOWN in sources:
+                return ()
+            parts.extend(self.iterable_elements(s, ctx, depth + 1) for s in sources)
+        return _union(parts)
+
     def iterated_classes(self, ctx: FunctionContext, name: str, depth: int = 0) -> Classes:
         """The classes of loop variable ``name``: the elements of each
         iterable a ``for`` or a comprehension of the function binds it from.
@@ -286,8 +316,10 @@ class Elements:
             return ()
         return _union(self.iterable_elements(s, ctx, depth + 1) for s in sources if s != UNKNOWN)
 
-    def iterable_elements(self, e, ctx: FunctionContext, depth: int = 0) -> Classes:
-        """The in-tree classes of the elements iterating expression ``e`` (in ``ctx``) gives."""
+    def iterable_elements(self, e, ctx: FunctionContext, depth: int = 0, items: bool = False) -> Classes:
+        """The in-tree classes of the elements iterating expression ``e`` (in
+        ``ctx``) gives; with ``items``, of what subscripting it gives (a
+        mapping's values)."""
         if e is None or depth > _MAX_DEPTH:
             return ()
         k = e[0]
@@ -301,34 +333,44 @@ class Elements:
         if k == "name":
             local = ctx.locals.get(e[1], ())
             if len(local) == 1 and local[0].kind in ("assign", "annassign"):
-                return self._assigned_elements(local[0], ctx, depth + 1)
+                a = local[0]
+                found = self._assigned_elements(a, ctx, depth + 1, items)
+                if found or a.value[0] not in ("name", "attr"):
+                    return found
+                return self.iterable_elements(a.value, ctx, depth + 1, items)  # an alias: `q = self.running`
         v = self.canon(e, ctx)
-        return self._value_elements(v, depth + 1) if v is not None else ()
+        return self._value_elements(v, depth + 1, items) if v is not None else ()
 
-    def _assigned_elements(self, a, ctx: FunctionContext, depth: int) -> Classes:
+    def _assigned_elements(self, a, ctx: FunctionContext, depth: int, items: bool = False) -> Classes:
         if a.elements is not None:
             return self.expr_classes(a.elements, ctx, depth + 1)
         if a.value[0] in ("list", "tuple"):
             return _union(self.expr_classes(x, ctx, depth + 1) for x in a.value[1])
+        if a.value[0] == "dict":
+            return _union(self.expr_classes(x, ctx, depth + 1) for x in (a.value[2] if items else a.value[1]))
         return ()
 
-    def _value_elements(self, v: Value, depth: int) -> Classes:
+    def _value_elements(self, v: Value, depth: int, items: bool = False) -> Classes:
         root = v[0]
         if len(v) == 1:
             if isinstance(root, ParamRoot):
                 f = self.functions.get(root.function)
                 p = next((p for p in f.params if p.name == root.name), None) if f is not None else None
-                return self.annotation_elements(p.annotation, f.module) if p is not None and f is not None else ()
+                return (
+                    self.annotation_elements(p.annotation, f.module, 0, items)
+                    if p is not None and f is not None
+                    else ()
+                )
             if isinstance(root, CallRoot):
                 fn = self.callee_function(root.callee)
-                return self.annotation_elements(fn.returns_annotation, fn.module) if fn is not None else ()
+                return self.annotation_elements(fn.returns_annotation, fn.module, 0, items) if fn is not None else ()
             if isinstance(root, GlobalRoot):
                 mod, _, name = root.qualname.rpartition(".")
                 fi = self.modules.get(mod)
                 if fi is None:
                     return ()
                 if name in fi.global_annotations:
-                    return self.annotation_elements(fi.global_annotations[name], mod)
+                    return self.annotation_elements(fi.global_annotations[name], mod, 0, items)
                 g = fi.globals.get(name)
                 if g is not None and g[0] in ("list", "tuple"):
                     mf = self.module_function(mod)
@@ -340,16 +382,17 @@ class Elements:
         out: list[Classes] = []
         for ann, module, a, ctx in self._attr_sources(owner, v[-1]):
             if ann is not None:
-                out.append(self.annotation_elements(ann, module))
+                out.append(self.annotation_elements(ann, module, 0, items))
             elif a is not None and ctx is not None:
-                out.append(self._assigned_elements(a, ctx, depth + 1))
+                out.append(self._assigned_elements(a, ctx, depth + 1, items))
         return _union(out)
 
     def _attr_sources(self, owner: str, attr: str) -> list:
         """What says what attribute ``attr`` of a ``owner`` holds: its class-level
         annotation ``(annotation, module, None, None)``, else each writer in
-        the class, as the annotation of the parameter it stores or
-        ``(None, None, assignment, context)``."""
+        the class, as its annotation (``self.q: deque[R] = deque()``), the
+        annotation of the parameter it stores, or ``(None, None, assignment,
+        context)``."""
         for qn in self.mro(owner):
             c = self.classes.get(qn)
             if c is not None and attr in c.fields:
@@ -359,7 +402,9 @@ class Elements:
             if a.kind not in ("assign", "annassign"):
                 continue
             ctx = self.context(f, owner)
-            if a.value[0] == "name" and a.value[1] in ctx.params:
+            if a.annotation is not None:
+                out.append((a.annotation, f.module, None, None))
+            elif a.value[0] == "name" and a.value[1] in ctx.params:
                 out.append((ctx.params[a.value[1]].annotation, f.module, None, None))
             else:
                 out.append((None, None, a, ctx))
