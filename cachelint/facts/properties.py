@@ -55,6 +55,30 @@ def expensive_properties(program: Program, costs: CostModel) -> dict[str, list[t
     return out
 
 
+def looping_properties(program: Program, costs: CostModel) -> dict[str, list[FunctionInfo]]:
+    """Attribute name -> the uncached ``@property`` getters of that name whose
+    body loops (a ``for`` or a comprehension) and stores nothing on the
+    object (a getter that fills ``self._x`` once is a lazy cache): a read
+    inside a loop pays the getter's loop per iteration (CL006)."""
+    out: dict[str, list[FunctionInfo]] = {}
+    for fn in program.functions.values():
+        if fn.under_type_checking or not is_plain_property(fn) or not fn.iterated:
+            continue
+        if program.is_cached(fn):
+            continue
+        me = fn.self_name
+        if any(a.target[0] in ("attr", "sub") and _rooted_at(a.target, me) for a in fn.assigns):
+            continue  # fills an attribute (a lazy cache) or changes the object
+        out.setdefault(fn.name, []).append(fn)
+    return out
+
+
+def _rooted_at(e, name: str | None) -> bool:
+    while e[0] in ("attr", "sub"):
+        e = e[1]
+    return e == ("name", name)
+
+
 def watched_reads(lines: list[str], f: FunctionInfo, names) -> list | None:
     """The reads of ``names`` in ``f``'s own lines (:func:`~cachelint.index.walk.
     function_reads`), parsing them only if they mention ``.name`` for one of

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..facts import repeats
 from ..facts.catalog import CHEAP_METHODS, FRESH_METHODS, NONDETERMINISTIC, TRIVIAL_METHODS
 from ..facts.cost import Cost
+from ..facts.properties import hot_property_reads, looping_properties
 from ..facts.purity import StateKind
 from ..facts.state import is_mutator
 from ..fixes.hoisting import HoistPlanner, Site
@@ -66,7 +67,11 @@ class RepeatedCall(Rule):
       (``tokenizer.get_added_vocab()`` in a per-token loop);
     - a subscript of an attribute with the same key (``self.table[key]``,
       counting ``key in self.table`` and a final ``del self.table[key]``)
-      three or more times.
+      three or more times;
+    - a read, inside a loop or comprehension, of a ``@property`` whose
+      getter itself loops and stores nothing (``t not in
+      self.all_special_tokens`` per token, where the getter decodes every
+      special token), its receiver unchanged by the loop.
 
     Cheap lookups (a method such as ``.get(k)``, ``.items()``, ``.size()``,
     a plain getter of the tree, a catalog entry marked ``cost = "low"``)
@@ -140,6 +145,32 @@ class RepeatedCall(Rule):
     needs_hot_paths = True
 
     VALID = [
+        # a property that fills a slot once (a lazy cache) is a lookup after the first read
+        Example(
+            """
+class Tokenizer:
+    def __init__(self, specials: list[int]):
+        self._specials = specials
+        self._sorted = None
+
+    @property
+    def special_ids(self) -> list[int]:
+        if self._sorted is None:
+            self._sorted = sorted({t for t in self._specials if t >= 0})
+        return self._sorted
+
+    def convert(self, ids: list[int]) -> list[str]:
+        return [str(i) for i in ids if i not in self.special_ids]
+
+class Runner:
+    def __init__(self, tok: Tokenizer):
+        self.tok = tok
+
+    def execute_model(self, batch):
+        return self.tok.convert(batch)
+""",
+            hot_roots=_ROOTS,
+        ),
         # double-checked locking: the second check of the filesystem runs after
         # the lock is taken, when another process may have done the work
         Example(
@@ -396,6 +427,32 @@ def setup(cfg):
     ]
 
     INVALID = [
+        # a property whose getter loops, read for each element of a comprehension
+        Example(
+            """
+class Tokenizer:
+    def __init__(self, specials: list[int]):
+        self._specials = specials
+
+    @property
+    def special_ids(self) -> list[int]:
+        return sorted({t for t in self._specials if t >= 0})
+
+    def convert(self, ids: list[int]) -> list[str]:
+        return [str(i) for i in ids if i not in self.special_ids]
+
+class Runner:
+    def __init__(self, tok: Tokenizer):
+        self.tok = tok
+
+    def execute_model(self, batch):
+        return self.tok.convert(batch)
+""",
+            expect=(("example.py", 10),),
+            applicability=("unsafe",),
+            message_contains=("runs its getter once per iteration of the comprehension", "loops on each read"),
+            hot_roots=_ROOTS,
+        ),
         # an unresolved method called three times with the same receiver and
         # arguments: cost unknown, and the fix is unsafe (nothing proves it pure)
         Example(
@@ -629,13 +686,21 @@ class Runner:
         costs = analysis.cost
         low_ok = analysis.config.min_cost == "low"
         planner = HoistPlanner(analysis, hot)
+        # reads, inside loops, of properties whose getter loops (parsed again
+        # only in the hot functions whose lines mention one of the names)
+        looping = looping_properties(p, costs)
+        reads: dict[str, list[CallSite]] = {}
+        for g, c in hot_property_reads(p, hot, looping):
+            if c.in_loop and not c.in_handler:
+                reads.setdefault(g.qualname, []).append(c)
         out: list[Finding] = []
         for qn in sorted(hot.chains):
             f = p.functions.get(qn)
             if f is None or f.under_type_checking:
                 continue
             with analysis.bodies.transient():  # one function's parsed bodies at a time
-                out.extend(_Function(self.code, analysis, planner, f, covered, low_ok, costs).findings())
+                fn = _Function(self.code, analysis, planner, f, covered, low_ok, costs)
+                out.extend(fn.findings(reads.get(qn, ()), looping))
         return out
 
 
@@ -871,7 +936,7 @@ class _Function:
         return any(isinstance(par, ast.Lambda) for par, _f, _i, _c in self.body.steps(node))
 
     # ----- findings -------------------------------------------------------------------------------
-    def findings(self) -> list[Finding]:
+    def findings(self, reads=(), looping: dict | None = None) -> list[Finding]:
         out: list[Finding] = []
         f = self.f
         if f.calls:
@@ -896,7 +961,60 @@ class _Function:
                 out.extend(self._call_findings(groups, callees))
         if self._subscript_hint() and self.body is not None:
             out.extend(self._subscript_findings())
+        if reads and looping and self.body is not None:
+            out.extend(self._property_findings(reads, looping))
         return _outermost(out)
+
+    # ----- property reads in loops ------------------------------------------------------------
+    def _property_findings(self, reads, looping: dict) -> list[Finding]:
+        """A read, in a loop, of a property whose getter loops on each read
+        (:func:`~cachelint.facts.properties.looping_properties`), its
+        receiver unchanged by the loop: the getter's loop runs per iteration."""
+        reported = self.cl002_spans()
+        groups: dict[tuple, list] = {}
+        getters: dict[tuple, FunctionInfo] = {}
+        for c in reads:
+            if (c.line, c.column) in reported:
+                continue
+            getter = self._getter(c, looping)
+            if getter is None:
+                continue
+            node = self._attr_node(c)
+            if node is None or self._in_lambda(node) or self._on_error_path(node):
+                continue
+            loop = self._loop_of(node)
+            if loop is None:
+                continue
+            key = (c.func, id(loop))
+            groups.setdefault(key, []).append((c, node, loop))
+            getters[key] = getter
+        out: list[Finding] = []
+        for key, uses in groups.items():
+            name = getters[key].qualname
+            cal = Callee("known", f"the getter `{name}` loops on each read", (name,), self._cost([name], getter))
+            found = self._loop_finding([(c, n) for c, n, _l in uses], uses[0][2], cal)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _getter(self, c: CallSite, looping: dict) -> FunctionInfo | None:
+        """The looping getter a read resolves to, through the receiver's class (or classes)."""
+        wanted = looping.get(c.func[2], ())
+        for cls in self.p.expr_classes(c.func[1], self.ctx):
+            g = self.p.lookup_method(cls, c.func[2])
+            if g is not None and g in wanted:
+                return g
+        return None
+
+    def _attr_node(self, c: CallSite) -> ast.AST | None:
+        """The attribute node of a property read at ``c``'s span."""
+        body = self.body
+        sh = body.shift
+        key = (c.line - sh, body._bcol(c.line, c.column), c.end_line - sh, body._bcol(c.end_line, c.end_column))
+        for n in body.code_nodes:
+            if isinstance(n, ast.Attribute) and (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) == key:
+                return n
+        return None
 
     def _may_be_invariant(self, key: tuple) -> bool:
         """From the index alone, before the body is parsed again: the
@@ -1051,7 +1169,12 @@ class _Function:
         fix = self.planner.hoist_local(sites[0], sites, loop)
         line = self.body.line_of(loop)
         kind = "comprehension" if isinstance(loop, repeats.COMPS) else "loop"
-        how = f"runs once per iteration of the {kind} at line {line}, its callee and arguments unchanged by the {kind}"
+        if c0.is_read:
+            how = (
+                f"runs its getter once per iteration of the {kind} at line {line}, its receiver unchanged by the {kind}"
+            )
+        else:
+            how = f"runs once per iteration of the {kind} at line {line}, its callee and arguments unchanged by the {kind}"
         return self._finding(uses, cal, how, fix, {"repeats": None, "loop_line": line}, None)
 
     def _finding(self, uses: list, cal: Callee, how: str, fix, data: dict, extra: int | None) -> Finding:
@@ -1060,8 +1183,8 @@ class _Function:
         chain = hot.chain(f.qualname)
         kind = hot.kind(f.qualname, "hot")
         c0 = uses[0][0]
-        shown = render(c0.func)
-        msg = f"`{shown}(...)` {how}; {cal.what}; on a {kind} path, reached via {hot_route(chain)}"
+        shown = render(c0.func) if c0.is_read else f"{render(c0.func)}(...)"
+        msg = f"`{shown}` {how}; {cal.what}; on a {kind} path, reached via {hot_route(chain)}"
         notes: tuple = ()
         if fix is None:
             notes = ("no fix: the uses do not share a statement block, or are spelled differently",)
