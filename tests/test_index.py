@@ -364,3 +364,31 @@ def f(lock, items):
     fi = index_source(textwrap.dedent(src), "m.py", "m", False)
     (f,) = fi.functions
     assert {c.func[1] for c in f.calls if c.func[0] == "name"} == {"g", "h", "k", "m"}
+
+
+def test_return_kinds_say_what_each_return_builds():
+    src = textwrap.dedent(
+        """
+        def f(d, status):
+            if status:
+                return [s for s in d.values() if s == status]
+            return list(d.values()) if d else sorted(d)
+
+        def g(d):
+            return make(d)
+
+        def h(d):
+            return d
+        """
+    )
+    fi = index_source(src, "m.py", "m", False)
+    kinds = {fn.name: fn.return_kinds for fn in fi.functions}
+    assert kinds == {"f": ("list", "list"), "g": ("call",), "h": ("?",)}
+    assert len(fi.functions[0].returns) == 2  # aligned with returns
+
+
+def test_a_constant_subscript_of_a_call_is_an_implicit_getitem():
+    fi = index_source("def f(g):\n    return g.seqs()[0], g.seqs(lambda: 1)[0]\n", "m.py", "m", False)
+    got = [c.func for c in fi.functions[0].implicit_calls if c.func[2] == "__getitem__"]
+    # the call's element 0; not where the call holds a lambda (its name is given in source order)
+    assert got == [("attr", ("call", ("attr", ("name", "g"), "seqs"), (), ()), "__getitem__")]

@@ -215,6 +215,32 @@ def _elements(value) -> Expr | None:
     return None
 
 
+_COPIES = frozenset({"list", "tuple", "sorted", "set", "frozenset", "dict"})
+_COMP_KINDS = {ast.ListComp: "list", ast.SetComp: "set", ast.DictComp: "dict"}
+
+
+def _built_kind(node, top: bool) -> str:
+    """What a returned expression builds (FunctionInfo.return_kinds): the
+    collection a comprehension or a copy (``list(x)``, ``sorted(x)``) makes,
+    the same from both branches of a conditional, ``"call"`` for another
+    call at the top, else ``"?"``."""
+    t = type(node)
+    k = _COMP_KINDS.get(t)
+    if k is not None:
+        return k
+    if t is _Call:
+        f = node.func
+        if type(f) is ast.Name and f.id in _COPIES and node.args:
+            return f.id
+        return "call" if top else "?"
+    if t is _IfExp:
+        a, b = _built_kind(node.body, False), _built_kind(node.orelse, False)
+        if a == b:
+            return a
+        return "list" if {a, b} == {"list", "sorted"} else "?"
+    return "?"
+
+
 class FunctionBodyIndexer:
     """Walks one function body (not into nested defs, which get their own)."""
 
@@ -232,6 +258,7 @@ class FunctionBodyIndexer:
         # (name, iterable node or None) of each `for` and comprehension target,
         # converted once the body is walked (see iterated)
         self._iterates: list[tuple[str, Any]] = []
+        self.return_kinds: list[str] = []  # see FunctionInfo.return_kinds
 
     def _iteration(self, target, iterable) -> None:
         """Record the names ``for target in iterable`` binds to elements: a
@@ -533,8 +560,10 @@ class FunctionBodyIndexer:
         if t is ast.Return:
             if stmt.value is not None:
                 self.returns.append(self.expr(stmt.value, guard, in_loop, stmt.lineno) or conv(stmt.value))
+                self.return_kinds.append(_built_kind(stmt.value, True))
             else:
                 self.returns.append(("const", None))
+                self.return_kinds.append("?")
             return
         if t in (ast.Global, ast.Nonlocal):
             self.global_names.extend(stmt.names)
@@ -684,6 +713,15 @@ class FunctionBodyIndexer:
                     ts = type(n.slice)
                     key = conv(n.slice, 1) if ts is _Name or ts is ast.Constant else UNKNOWN
                     self._implicit(n, conv(v, 1), "__getitem__", (key,), g, loop, stmt_line)
+                elif (
+                    tv is _Call
+                    and type(n.slice) is ast.Constant
+                    and type(n.ctx) is _Load
+                    and not any(type(a) is _Lambda for a in v.args)
+                    and not any(type(k.value) is _Lambda for k in v.keywords)
+                ):
+                    # `make()[0]`: one element of what a call returns (CL007 reads these)
+                    self._implicit(n, conv(v, 1), "__getitem__", (conv(n.slice, 1),), g, loop, stmt_line)
                 if tv not in leaves:
                     push((v, g, loop, None))
                 v = n.slice

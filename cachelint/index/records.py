@@ -99,6 +99,10 @@ class FunctionInfo:
     # comprehension: name -> the iterable expressions (UNKNOWN where an
     # unpacking target cannot be paired with one); only typing reads them
     iterated: dict = field(default_factory=dict)
+    # what each of ``returns`` builds: a new collection (``"list"`` for a
+    # list comprehension or ``list(...)``, ``"dict"``, ``"set"``, ...), a call
+    # (``"call"``: the analysis resolves it), or ``"?"``
+    return_kinds: tuple = ()
 
     @property
     def self_name(self) -> str | None:

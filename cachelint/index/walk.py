@@ -289,6 +289,7 @@ class _Indexer:
         f.returns = body.returns
         f.global_names = tuple(body.global_names)
         f.iterated = body.iterated()
+        f.return_kinds = tuple(body.return_kinds)
         return f
 
 

@@ -10,6 +10,7 @@ from .cl003_broken_cache_invariant import BrokenCacheInvariant
 from .cl004_unsafe_reader import UnsafeReader
 from .cl005_unused_noqa import UnusedNoqa
 from .cl006_repeated_call import RepeatedCall
+from .cl007_built_to_measure import BuiltToMeasure
 
 ALL_RULES: tuple[type[Rule], ...] = (
     ParseError,
@@ -19,6 +20,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnsafeReader,
     UnusedNoqa,
     RepeatedCall,
+    BuiltToMeasure,
 )
 BY_CODE = {r.code: r for r in ALL_RULES}
 UnusedNoqa.known_codes = frozenset(BY_CODE)

@@ -20,7 +20,7 @@ from ..fixes.hotcalls import call_sites, hot_route
 from ..index.expr import dotted, render
 from ..index.records import CallSite, FunctionInfo
 from ..model import Finding, Span
-from ..semantic.idioms import fills_once, never_runs
+from ..semantic.idioms import fills_local_once, fills_once, never_runs
 from ..semantic.values import GlobalRoot
 from .base import Example, Rule
 
@@ -145,6 +145,23 @@ class RepeatedCall(Rule):
     needs_hot_paths = True
 
     VALID = [
+        # a local filled once, when first needed, inside the loop: once per run, not per iteration
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        table = None
+        out = []
+        for req in batch:
+            if not req.ready:
+                continue
+            if table is None:
+                table = self.sampled.tolist()
+            out.append(table[req.index])
+        return out
+""",
+            hot_roots=_ROOTS,
+        ),
         # a property that fills a slot once (a lazy cache) is a lookup after the first read
         Example(
             """
@@ -877,7 +894,11 @@ class _Function:
             names_in(("call", *key), names)
             if "?" in names or not self._names_known(names):
                 continue
-            calls = [c for c in calls if not fills_once(f, c) and not planner._value_discarded(f, c)]
+            calls = [
+                c
+                for c in calls
+                if not fills_once(f, c) and not fills_local_once(c) and not planner._value_discarded(f, c)
+            ]
             if calls:
                 out[key] = calls
         return out

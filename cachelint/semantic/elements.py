@@ -263,6 +263,10 @@ class Elements:
         return self.attr_classes(owner, v[-1], depth + 1) if owner is not None else ()
 
     def attr_classes(self, class_qn: str, attr: str, depth: int = 0) -> Classes:
+        """The classes attribute ``attr`` of a ``class_qn`` may hold: its
+        type, its annotation's members, else what each writer in the class
+        stores (``self.batch = InputBatch(...)``, whose arguments need not
+        have symbolic values for the class to be known)."""
         t = self.attr_type(class_qn, attr)
         if t is not None:
             return (t,) if t in self.classes else ()
@@ -270,7 +274,18 @@ class Elements:
             c = self.classes.get(qn)
             if c is not None and attr in c.fields:
                 return self.annotation_classes(c.fields[attr], c.module, depth + 1)
-        return ()
+        if depth > _MAX_DEPTH:
+            return ()
+        parts: list[Classes] = []
+        for f, a in self.self_attr_writers(class_qn, attr):
+            if a.kind not in ALIAS_KINDS:
+                return ()
+            ctx = self.context(f, class_qn)
+            if a.annotation is not None:
+                parts.append(self.annotation_classes(a.annotation, f.module, depth + 1))
+            else:
+                parts.append(self.expr_classes(a.value, ctx, depth + 1))
+        return _union(parts)
 
     def returned_classes(self, fn: FunctionInfo) -> Classes:
         ann = fn.returns_annotation

@@ -120,6 +120,20 @@ def _empty_tests(cond, positive: bool, out: list) -> None:
             out.append(("empty", ("attr", obj, name[1])))
 
 
+def fills_local_once(c: CallSite) -> bool:
+    """``c`` fills a local only while it is empty: ``if x is None: x =
+    c(...)``, typically in a loop, where it runs once per run of the
+    function, not once per iteration (unlike :func:`fills_once`, a slot
+    that lives only as long as the run)."""
+    t = c.assigned_to
+    if t is None or t[0] != "name" or not c.guard:
+        return False
+    facts: list = []
+    for cond, positive in c.guard:
+        _empty_tests(cond, positive, facts)
+    return any(fact[0] == "empty" and fact[1] == t for fact in facts)
+
+
 def never_runs(c: CallSite) -> bool:
     """``c`` sits under ``if TYPE_CHECKING:`` (``typing.TYPE_CHECKING`` is
     False when the program runs): only a type checker reads it."""
