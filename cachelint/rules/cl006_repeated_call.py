@@ -82,7 +82,10 @@ class RepeatedCall(Rule):
     unknown type) is reported with "cost unknown".
 
     Never reported: calls whose value is discarded (made for their side
-    effect), uses on exclusive branches (an ``if`` and its ``else``, a
+    effect), calls that each fill their own attribute or item
+    (``self.a = make(); self.b = make()``: one object per slot, which one
+    shared value would alias), a local filled once inside a loop (``if x
+    is None: x = ...``), uses on exclusive branches (an ``if`` and its ``else``, a
     branch that returns and the code after it), calls in ``except``
     handlers or lambdas, calls under a fill-once guard, a use after which
     an argument is rebound or the receiver is changed in place, a loop
@@ -145,6 +148,22 @@ class RepeatedCall(Rule):
     needs_hot_paths = True
 
     VALID = [
+        # each call fills its own slot: the slots get distinct objects, not one shared value
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        self.prefill_meta = make_metadata(batch.size)
+        self.decode_meta = make_metadata(batch.size)
+        self.spec_meta = make_metadata(batch.size)
+        return batch
+
+def make_metadata(n):
+    from kernels import get_metadata
+    return get_metadata(n)[0]
+""",
+            hot_roots=_ROOTS,
+        ),
         # a local filled once, when first needed, inside the loop: once per run, not per iteration
         Example(
             """
@@ -890,6 +909,13 @@ class _Function:
         for key, calls in groups.items():
             if len(calls) < REPEATS and not calls[0].in_loop:
                 continue
+            targets = [c.assigned_to or self._stored_by(c.stmt_line) for c in calls]
+            if (
+                len(calls) > 1
+                and all(t is not None and t[0] in ("attr", "sub") for t in targets)
+                and len(set(targets)) > 1
+            ):
+                continue  # `self.a = make(); self.b = make()`: one object per slot, not one shared value
             names: list[str] = []
             names_in(("call", *key), names)
             if "?" in names or not self._names_known(names):
@@ -902,6 +928,14 @@ class _Function:
             if calls:
                 out[key] = calls
         return out
+
+    def _stored_by(self, line: int):
+        """The attribute or item the assignment statement at ``line`` stores
+        into (``self.a = make() if c else None``), if it is one."""
+        for a in self.f.assigns:
+            if a.line == line and a.kind in ("assign", "annassign") and a.target[0] in ("attr", "sub"):
+                return a.target
+        return None
 
     def located(self, calls: list[CallSite]) -> list[tuple[CallSite, ast.AST]]:
         """The calls with their nodes, less those in a lambda or awaited (a

@@ -259,8 +259,11 @@ class Elements:
                 fn = self.callee_function(root.callee)
                 return self.returned_classes(fn) if fn is not None else ()
             return ()
+        if depth > _MAX_DEPTH:
+            return ()
         owner = self.type_of(v[:-1])
-        return self.attr_classes(owner, v[-1], depth + 1) if owner is not None else ()
+        owners = (owner,) if owner is not None else self._value_classes(v[:-1], depth + 1)
+        return _union(self.attr_classes(o, v[-1], depth + 1) for o in owners if o in self.classes)
 
     def attr_classes(self, class_qn: str, attr: str, depth: int = 0) -> Classes:
         """The classes attribute ``attr`` of a ``class_qn`` may hold: its
