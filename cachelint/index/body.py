@@ -222,8 +222,8 @@ _COMP_KINDS = {ast.ListComp: "list", ast.SetComp: "set", ast.DictComp: "dict"}
 def _built_kind(node, top: bool) -> str:
     """What a returned expression builds (FunctionInfo.return_kinds): the
     collection a comprehension or a copy (``list(x)``, ``sorted(x)``) makes,
-    the same from both branches of a conditional, ``"call"`` for another
-    call at the top, else ``"?"``."""
+    the same from both branches of a conditional, ``"concat"`` for ``a +
+    b``, ``"call"`` for another call at the top, else ``"?"``."""
     t = type(node)
     k = _COMP_KINDS.get(t)
     if k is not None:
@@ -233,6 +233,8 @@ def _built_kind(node, top: bool) -> str:
         if type(f) is ast.Name and f.id in _COPIES and node.args:
             return f.id
         return "call" if top else "?"
+    if t is _BinOp and type(node.op) is ast.Add:
+        return "concat"  # a new sequence when the operands are sequences (the analysis asks the annotation)
     if t is _IfExp:
         a, b = _built_kind(node.body, False), _built_kind(node.orelse, False)
         if a == b:

@@ -100,8 +100,9 @@ class FunctionInfo:
     # unpacking target cannot be paired with one); only typing reads them
     iterated: dict = field(default_factory=dict)
     # what each of ``returns`` builds: a new collection (``"list"`` for a
-    # list comprehension or ``list(...)``, ``"dict"``, ``"set"``, ...), a call
-    # (``"call"``: the analysis resolves it), or ``"?"``
+    # list comprehension or ``list(...)``, ``"dict"``, ``"set"``, ...), a
+    # concatenation (``"concat"``), a call (``"call"``: the analysis resolves
+    # it), or ``"?"``
     return_kinds: tuple = ()
 
     @property

@@ -35,6 +35,8 @@ CHEAP_REPEATS = 3
 _COUNTED_BUILTINS = frozenset(["sorted", "sum", "any", "all"])
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+# methods that keep their argument in a collection (each call adds an element)
+_ADDS = frozenset({"append", "appendleft", "add", "insert", "put", "put_nowait", "setdefault"})
 # a subscript of an attribute by a name or attribute chain, as written (the pre-filter for lookups)
 _SUBSCRIPT = re.compile(r"\b[A-Za-z_]\w*\.[\w.]*\[[A-Za-z_][\w.]*\]")
 
@@ -161,6 +163,21 @@ class Runner:
 def make_metadata(n):
     from kernels import get_metadata
     return get_metadata(n)[0]
+""",
+            hot_roots=_ROOTS,
+        ),
+        # each iteration keeps its own copy: hoisting would share one object among the slots
+        Example(
+            """
+class Runner:
+    def execute_model(self, batch):
+        base = self.base_table
+        for seq in batch:
+            self.tables[seq.seq_id] = base.fork()
+        views = []
+        for seq in batch:
+            views.append(base.fork())
+        return views
 """,
             hot_roots=_ROOTS,
         ),
@@ -953,6 +970,24 @@ class _Function:
             out.append((c, node))
         return out
 
+    def _kept_per_iteration(self, c: CallSite, node: ast.AST) -> bool:
+        """The call's value is stored where it is kept apart from other runs
+        of the call (in a loop, where each iteration keeps its own): an
+        item or attribute (``tables[seq.id] = base.fork()``, ``req.state =
+        make()``) or an element added to a collection (``out.append(make())``).
+        Hoisting it would give every slot one shared object."""
+        t = c.assigned_to or self._stored_by(c.stmt_line)
+        if t is not None and t[0] in ("attr", "sub"):
+            return True
+        up = self.body._parent.get(id(node))
+        parent = up[0] if up is not None else None
+        return (
+            isinstance(parent, ast.Call)
+            and node in parent.args
+            and isinstance(parent.func, ast.Attribute)
+            and parent.func.attr in _ADDS
+        )
+
     def _on_error_path(self, node: ast.AST) -> bool:
         """``node`` only builds an exception (in a ``raise`` statement) or an
         ``assert`` message: it runs when the function fails, not per run."""
@@ -1122,10 +1157,11 @@ class _Function:
                 if found is not None:
                     out.append(found)
                     taken.update((c.line, c.column) for c, _n in lu)
-        # (a) the same call several times in one run
+        # (a) the same call several times in one run (a use whose value is kept in
+        # a slot or added to a collection wants its own object: not shared)
         for key, uses in groups.items():
             cal = callees[key]
-            uses = [(c, n) for c, n in uses if (c.line, c.column) not in taken]
+            uses = [(c, n) for c, n in uses if (c.line, c.column) not in taken and not self._kept_per_iteration(c, n)]
             need = CHEAP_REPEATS if cal.level == "cheap" else REPEATS
             if len(uses) < need:
                 continue
@@ -1202,6 +1238,8 @@ class _Function:
         names_in(("call", c0.func, c0.args, c0.kwargs), names)
         if isinstance(loop, ast.While) and not cal.cost.pure:
             return None  # a `while` loop ends because something in it changes: perhaps this very call
+        if any(self._kept_per_iteration(c, node) for c, node in uses):
+            return None  # each iteration keeps its own result (`tables[seq.id] = base.fork()`): one per slot
         if not cal.cost.pure and repeats.suspends(loop, self.body):
             return None  # other tasks run at each `await`: they may change what the call reads
         bound = repeats.stores(loop, include_self=True, body=self.body)

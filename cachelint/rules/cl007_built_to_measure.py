@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..facts.properties import hot_property_reads, is_plain_property
 from ..fixes.hotcalls import hot_route
-from ..index.expr import render
+from ..index.expr import dotted, render
 from ..index.records import CallSite, FunctionInfo
 from ..model import Finding, Span
 from ..semantic.idioms import never_runs
@@ -245,6 +245,9 @@ def builds(p: Program, fn: FunctionInfo) -> tuple[str, bool] | None:
         if k in _COPIES:  # a comprehension, a copy, both branches of a conditional
             kinds.add(f"a new {'list' if k == 'sorted' else k}")
             continue
+        if k == "concat" and _returns_list(fn):  # `return self.prompt_ids + self.output_ids`
+            kinds.add("a new list")
+            continue
         if k != "call" or r[0] != "call":
             return None
         v = p.canon(r[1], ctx)
@@ -261,6 +264,15 @@ def builds(p: Program, fn: FunctionInfo) -> tuple[str, bool] | None:
     if len(kinds) != 1:
         return None
     return kinds.pop(), obj
+
+
+def _returns_list(fn: FunctionInfo) -> bool:
+    """``fn`` is annotated to return a list (``-> list[int]``, ``-> List[int]``)."""
+    ann = fn.returns_annotation
+    if ann is not None and ann[0] == "sub":
+        ann = ann[1]
+    d = dotted(ann) if ann is not None else None
+    return d is not None and d.rpartition(".")[2] in ("list", "List")
 
 
 class _Function:

@@ -238,6 +238,9 @@ class Elements:
         if k == "attr":
             return _union(self.attr_classes(c, e[2], depth + 1) for c in self.expr_classes(e[1], ctx, depth + 1))
         if k == "call":
+            made = self._made_by_factory(e[1], ctx)
+            if made:
+                return made
             callee = self.canon(e[1], ctx)
             if callee is None:
                 return ()
@@ -246,6 +249,32 @@ class Elements:
             fn = self.callee_function(callee)
             return self.returned_classes(fn) if fn is not None else ()
         return ()
+
+    def _made_by_factory(self, func, ctx: FunctionContext) -> Classes:
+        """The classes ``func(...)`` constructs when ``func`` is what a
+        function returning classes returned: ``Impl = pick_class(v);
+        Impl(...)``, or ``pick_class(v)(...)``."""
+        made = func
+        if func[0] == "name":
+            local = ctx.locals.get(func[1], ())
+            if len(local) != 1 or local[0].kind not in ALIAS_KINDS or func[1] in ctx.params:
+                return ()
+            made = local[0].value
+        if made[0] != "call":
+            return ()
+        callee = self.canon(made[1], ctx)
+        fn = self.callee_function(callee) if callee is not None else None
+        if fn is None or not fn.returns:
+            return ()
+        fctx = self.context(fn, fn.class_qualname)
+        out: list[str] = []
+        for r in fn.returns:
+            v = self.canon(r, fctx)
+            if v is None or len(v) != 1 or not isinstance(v[0], GlobalRoot) or v[0].qualname not in self.classes:
+                return ()
+            if v[0].qualname not in out:
+                out.append(v[0].qualname)
+        return tuple(out)
 
     def _value_classes(self, v: Value, depth: int) -> Classes:
         """Classes of a canonical value whose one type is unknown: a union-annotated parameter or attribute."""
