@@ -35,6 +35,8 @@ CHEAP_REPEATS = 3
 _COUNTED_BUILTINS = frozenset(["sorted", "sum", "any", "all"])
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+# annotations of values one can share without aliasing anything
+_IMMUTABLE = frozenset({"int", "str", "float", "bool", "bytes", "complex", "None"})
 # methods that keep their argument in a collection (each call adds an element)
 _ADDS = frozenset({"append", "appendleft", "add", "insert", "put", "put_nowait", "setdefault"})
 # a subscript of an attribute by a name or attribute chain, as written (the pre-filter for lookups)
@@ -926,7 +928,7 @@ class _Function:
         for key, calls in groups.items():
             if len(calls) < REPEATS and not calls[0].in_loop:
                 continue
-            targets = [c.assigned_to or self._stored_by(c.stmt_line) for c in calls]
+            targets = [c.assigned_to for c in calls]
             if (
                 len(calls) > 1
                 and all(t is not None and t[0] in ("attr", "sub") for t in targets)
@@ -945,14 +947,6 @@ class _Function:
             if calls:
                 out[key] = calls
         return out
-
-    def _stored_by(self, line: int):
-        """The attribute or item the assignment statement at ``line`` stores
-        into (``self.a = make() if c else None``), if it is one."""
-        for a in self.f.assigns:
-            if a.line == line and a.kind in ("assign", "annassign") and a.target[0] in ("attr", "sub"):
-                return a.target
-        return None
 
     def located(self, calls: list[CallSite]) -> list[tuple[CallSite, ast.AST]]:
         """The calls with their nodes, less those in a lambda or awaited (a
@@ -976,17 +970,32 @@ class _Function:
         item or attribute (``tables[seq.id] = base.fork()``, ``req.state =
         make()``) or an element added to a collection (``out.append(make())``).
         Hoisting it would give every slot one shared object."""
-        t = c.assigned_to or self._stored_by(c.stmt_line)
-        if t is not None and t[0] in ("attr", "sub"):
-            return True
-        up = self.body._parent.get(id(node))
+        if self._immutable_result(c):
+            return False  # an int or a str: sharing one is harmless
+        # the value itself, or one branch of a conditional expression
+        child = node
+        up = self.body._parent.get(id(child))
+        while up is not None and isinstance(up[0], ast.IfExp) and child is not up[0].test:
+            child = up[0]
+            up = self.body._parent.get(id(child))
         parent = up[0] if up is not None else None
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is child:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            return any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets)
         return (
             isinstance(parent, ast.Call)
-            and node in parent.args
+            and child in parent.args
             and isinstance(parent.func, ast.Attribute)
             and parent.func.attr in _ADDS
         )
+
+    def _immutable_result(self, c: CallSite) -> bool:
+        """The callee is a function of the tree annotated to return an
+        immutable scalar (``-> int``, ``-> str``, ...)."""
+        callee = self.p.call_callee(self.f, c)
+        fn = self.p.callee_function(callee) if callee is not None else None
+        ann = fn.returns_annotation if fn is not None else None
+        return ann is not None and ann[0] == "name" and ann[1] in _IMMUTABLE
 
     def _on_error_path(self, node: ast.AST) -> bool:
         """``node`` only builds an exception (in a ``raise`` statement) or an
