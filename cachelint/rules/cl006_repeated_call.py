@@ -183,6 +183,30 @@ class Runner:
 """,
             hot_roots=_ROOTS,
         ),
+        # the test of a `while` loop changes, or the loop would not end (here through
+        # a call cachelint does not follow)
+        Example(
+            """
+class Pages:
+    def __init__(self, ranges: list):
+        self.ranges = ranges
+
+    @property
+    def free(self) -> int:
+        return sum(n for _start, n in self.ranges)
+
+class Runner:
+    def __init__(self, pages: Pages, lru):
+        self.pages = pages
+        self.lru = lru
+
+    def execute_model(self, need):
+        while self.pages.free < need:
+            self.lru.evict_oldest()
+        return need
+""",
+            hot_roots=_ROOTS,
+        ),
         # a local filled once, when first needed, inside the loop: once per run, not per iteration
         Example(
             """
@@ -964,6 +988,16 @@ class _Function:
             out.append((c, node))
         return out
 
+    def _within(self, node: ast.AST, top: ast.AST) -> bool:
+        """``node`` is ``top`` or inside it."""
+        n: ast.AST | None = node
+        while n is not None:
+            if n is top:
+                return True
+            up = self.body._parent.get(id(n))
+            n = up[0] if up is not None else None
+        return False
+
     def _kept_per_iteration(self, c: CallSite, node: ast.AST) -> bool:
         """The call's value is stored where it is kept apart from other runs
         of the call (in a loop, where each iteration keeps its own): an
@@ -1247,6 +1281,8 @@ class _Function:
         names_in(("call", c0.func, c0.args, c0.kwargs), names)
         if isinstance(loop, ast.While) and not cal.cost.pure:
             return None  # a `while` loop ends because something in it changes: perhaps this very call
+        if isinstance(loop, ast.While) and any(self._within(node, loop.test) for _c, node in uses):
+            return None  # the loop's own test: the loop ends when its value changes
         if any(self._kept_per_iteration(c, node) for c, node in uses):
             return None  # each iteration keeps its own result (`tables[seq.id] = base.fork()`): one per slot
         if not cal.cost.pure and repeats.suspends(loop, self.body):
