@@ -112,6 +112,25 @@ class Runner:
 """,
             hot_roots=_ROOTS,
         ),
+        # one argument for the builder's *args: a one-element list
+        Example(
+            """
+class Workspace:
+    def __init__(self, buf: list):
+        self.buf = buf
+
+    def views(self, *shapes) -> list:
+        return [self.buf[:n] for n in shapes]
+
+class Runner:
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+
+    def execute_model(self, n):
+        return self.ws.views(n)[0]
+""",
+            hot_roots=_ROOTS,
+        ),
         # the copy is used whole
         Example(
             """
@@ -368,6 +387,12 @@ class _Function:
         fn = self.p.callee_function(callee) if callee is not None else None
         if fn is None:
             return None
+        before = [p for p in fn.params if p.kind == "pos"]
+        if fn.class_qualname is not None and before and callee is not None and len(callee) > 1:
+            before = before[1:]  # a method called on an object: `self` is not passed
+        one = len(e[2]) == len(before) + 1 and ("?",) not in e[2]  # no `*xs`: it may hold several
+        if any(p.kind == "vararg" for p in fn.params) and one:
+            return None  # `get_views(*shapes)` given one shape builds a one-element list
         made = builds(self.p, fn)
         if made is None or made[1]:
             return None  # an object is measured by its attributes, not by len() or [0]
