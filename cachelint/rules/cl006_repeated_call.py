@@ -207,6 +207,18 @@ class Runner:
 """,
             hot_roots=_ROOTS,
         ),
+        # a library function imported in the function, like one imported at module
+        # level, is not a method of an object (it may make a new value each call)
+        Example(
+            """
+class Runner:
+    def execute_model(self, specs):
+        import cutlass.cute as cute
+
+        return [(spec, cute.sym_int()) for spec in specs]
+""",
+            hot_roots=_ROOTS,
+        ),
         # a local filled once, when first needed, inside the loop: once per run, not per iteration
         Example(
             """
@@ -882,6 +894,9 @@ class _Function:
         while root[0] == "attr":
             root = root[1]
         if root[0] == "name" and self.module is not None and root[1] not in self.ctx.params:
+            local = self.ctx.locals.get(root[1], ())
+            if local and all(a.kind == "import" for a in local):
+                return None  # `import cutlass.cute as cute` in the function: `cute.sym_int()` is a library function
             if root[1] not in self.ctx.locals and self.p.resolve_name(self.module, root[1]) is not None:
                 return None  # `torch.empty_like(...)`, `math.sqrt(...)`: a library function, not a method of an object
         if last in TRIVIAL_METHODS or last in FRESH_METHODS or last.startswith("__") or repeats.class_like(last):

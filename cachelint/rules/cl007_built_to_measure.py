@@ -390,9 +390,10 @@ class _Function:
         before = [p for p in fn.params if p.kind == "pos"]
         if fn.class_qualname is not None and before and callee is not None and len(callee) > 1:
             before = before[1:]  # a method called on an object: `self` is not passed
-        one = len(e[2]) == len(before) + 1 and ("?",) not in e[2]  # no `*xs`: it may hold several
-        if any(p.kind == "vararg" for p in fn.params) and one:
-            return None  # `get_views(*shapes)` given one shape builds a one-element list
+        if any(p.kind == "vararg" for p in fn.params) and (("?",) in e[2] or len(e[2]) < len(before) + 2):
+            # `get_views(*shapes)` given one shape builds a one-element list; given
+            # `*shapes`, as many as the caller has, which may be one
+            return None
         made = builds(self.p, fn)
         if made is None or made[1]:
             return None  # an object is measured by its attributes, not by len() or [0]
