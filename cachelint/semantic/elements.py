@@ -13,11 +13,11 @@ A mixin of :class:`cachelint.semantic.program.Program`.
 
 from __future__ import annotations
 
-import ast
 from typing import TYPE_CHECKING
 
-from ..index.expr import UNKNOWN, conv, dotted
+from ..index.expr import UNKNOWN, dotted
 from ..index.records import FunctionInfo
+from .types import string_annotation
 from .values import ALIAS_KINDS, CallRoot, GlobalRoot, ParamRoot, Value
 
 if TYPE_CHECKING:
@@ -95,9 +95,8 @@ class Elements:
         def is_module_level_variable(self, qn: str) -> bool: ...
         def module_function(self, module: str) -> FunctionInfo | None: ...
         def mro(self, class_qn: str) -> list[str]: ...
+        def annotation_name(self, ann, module: str) -> str | None: ...
         def resolve_annotation(self, ann, module: str, depth: int = 0) -> str | None: ...
-        def resolve_name(self, module: str, name: str, depth: int = 0) -> str | None: ...
-        def resolve_qualified(self, qn: str, depth: int = 0) -> str: ...
         def self_attr_writers(self, class_qn: str, attr: str) -> list: ...
         def type_of(self, v: Value | None, depth: int = 0) -> str | None: ...
 
@@ -113,12 +112,9 @@ class Elements:
         if t is not None:
             return (t,) if t in self.classes else ()
         k = ann[0]
-        if k == "const" and isinstance(ann[1], str):
-            try:
-                node = ast.parse(ann[1], mode="eval").body
-            except SyntaxError:
-                return ()
-            return self.annotation_classes(conv(node), module, depth + 1)
+        parsed = string_annotation(ann)
+        if parsed is not None:
+            return self.annotation_classes(parsed, module, depth + 1)
         if k == "or":
             return _union(self.annotation_classes(m, module, depth + 1) for m in ann[1] if not _is_none(m))
         if k == "sub":
@@ -135,15 +131,8 @@ class Elements:
 
     def _alias_value(self, ann, module: str):
         """``(expression, module)`` of the module variable an annotation names, when it is one."""
-        d = dotted(ann)
-        if d is None:
-            return None
-        head, _, rest = d.partition(".")
-        r = self.resolve_name(module, head)
-        if r is None:
-            return None
-        qn = self.resolve_qualified(f"{r}.{rest}" if rest else r)
-        if qn in self.classes or not self.is_module_level_variable(qn):
+        qn = self.annotation_name(ann, module)
+        if qn is None or qn in self.classes or not self.is_module_level_variable(qn):
             return None
         mod, _, name = qn.rpartition(".")
         fi = self.modules.get(mod)
@@ -159,12 +148,9 @@ class Elements:
         if ann is None or depth > _MAX_DEPTH:
             return ()
         k = ann[0]
-        if k == "const" and isinstance(ann[1], str):
-            try:
-                node = ast.parse(ann[1], mode="eval").body
-            except SyntaxError:
-                return ()
-            return self.annotation_elements(conv(node), module, depth + 1, items)
+        parsed = string_annotation(ann)
+        if parsed is not None:
+            return self.annotation_elements(parsed, module, depth + 1, items)
         if k == "or":
             return _union(self.annotation_elements(m, module, depth + 1, items) for m in ann[1] if not _is_none(m))
         if k in ("name", "attr"):

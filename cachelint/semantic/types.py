@@ -25,6 +25,18 @@ if TYPE_CHECKING:
     from .program import FunctionContext
 
 
+def string_annotation(ann):
+    """The expression a string annotation (``"list[Foo]"``) spells, converted;
+    None when ``ann`` is not a string or does not parse."""
+    if ann is None or ann[0] != "const" or not isinstance(ann[1], str):
+        return None
+    try:
+        node = ast.parse(ann[1], mode="eval").body
+    except SyntaxError:
+        return None
+    return conv(node)
+
+
 class Types:
     """Methods of the program (a mixin: ``self`` is the program)."""
 
@@ -54,25 +66,29 @@ class Types:
         def self_attr_writers(self, class_qn: str, attr: str) -> list: ...
 
     # ----- types -----------------------------------------------------------------
+    def annotation_name(self, ann, module: str) -> str | None:
+        """The qualified name a name or dotted annotation (``Foo``,
+        ``mod.Foo``) refers to, through imports and re-exports."""
+        d = dotted(ann)
+        if d is None:
+            return None
+        head, _, rest = d.partition(".")
+        r = self.resolve_name(module, head)
+        if r is None:
+            return None
+        return self.resolve_qualified(f"{r}.{rest}" if rest else r)
+
     def resolve_annotation(self, ann, module: str, depth: int = 0) -> str | None:
         if ann is None or depth > 6:
             return None
         k = ann[0]
-        if k == "const" and isinstance(ann[1], str):
-            try:
-                node = ast.parse(ann[1], mode="eval").body
-            except SyntaxError:
-                return None
-            return self.resolve_annotation(conv(node), module, depth + 1)
+        parsed = string_annotation(ann)
+        if parsed is not None:
+            return self.resolve_annotation(parsed, module, depth + 1)
         if k in ("name", "attr"):
-            d = dotted(ann)
-            if d is None:
+            qn = self.annotation_name(ann, module)
+            if qn is None:
                 return None
-            head, _, rest = d.partition(".")
-            r = self.resolve_name(module, head)
-            if r is None:
-                return None
-            qn = self.resolve_qualified(f"{r}.{rest}" if rest else r)
             if qn.startswith("builtins.") or qn in self.modules:
                 return None
             if qn not in self.classes and self.is_module_level_variable(qn):
