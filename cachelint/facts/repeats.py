@@ -4,7 +4,8 @@ The AST facts CL006 decides a repeat by: the names a body binds and the
 objects it changes in place (nested scopes apart), the segments of uses
 between barriers, branches no run takes both of, uses followed by a
 ``return`` in the same branch, loops that suspend (``await``/``yield``) and
-statements that always leave a loop, and the key a subscript lookup uses.
+statements that always leave a loop, uses whose value is kept apart (stored
+into a slot, added to a collection), and the key a subscript lookup uses.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# methods that keep their argument in a collection (each call adds an element)
+ADDS = frozenset({"append", "appendleft", "add", "insert", "put", "put_nowait", "setdefault"})
 # pairs of conditions (kinds of :class:`~cachelint.facts.bodies.Condition`) no run meets both of
 EXCLUSIVE = {
     frozenset(("if", "else")),
@@ -183,6 +186,41 @@ def always_leaves(body, node: ast.AST, loop: ast.AST) -> bool:
             if always_exits(rest) or any(isinstance(s, ast.Break) for s in rest):
                 return True
     return False
+
+
+def within(body, node: ast.AST, top: ast.AST) -> bool:
+    """``node`` is ``top`` or inside it."""
+    n: ast.AST | None = node
+    while n is not None:
+        if n is top:
+            return True
+        up = body._parent.get(id(n))
+        n = up[0] if up is not None else None
+    return False
+
+
+def kept_apart(body, node: ast.AST) -> bool:
+    """The value of ``node`` (a call) is kept where each run of it keeps its
+    own: it is the value (or one branch of a conditional expression that is
+    the value) assigned to an attribute or item (``tables[seq.id] =
+    base.fork()``, ``req.state = make() if c else None``), or the argument of
+    a method that adds to a collection (``out.append(make())``). Two such
+    uses want two objects: one shared value would alias the slots."""
+    child = node
+    up = body._parent.get(id(child))
+    while up is not None and isinstance(up[0], ast.IfExp) and child is not up[0].test:
+        child = up[0]
+        up = body._parent.get(id(child))
+    parent = up[0] if up is not None else None
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is child:
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        return any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets)
+    return (
+        isinstance(parent, ast.Call)
+        and child in parent.args
+        and isinstance(parent.func, ast.Attribute)
+        and parent.func.attr in ADDS
+    )
 
 
 def lookup_key(table: ast.AST, key: ast.AST) -> str | None:

@@ -37,8 +37,6 @@ _COUNTED_BUILTINS = frozenset(["sorted", "sum", "any", "all"])
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # annotations of values one can share without aliasing anything
 _IMMUTABLE = frozenset({"int", "str", "float", "bool", "bytes", "complex", "None"})
-# methods that keep their argument in a collection (each call adds an element)
-_ADDS = frozenset({"append", "appendleft", "add", "insert", "put", "put_nowait", "setdefault"})
 # a subscript of an attribute by a name or attribute chain, as written (the pre-filter for lookups)
 _SUBSCRIPT = re.compile(r"\b[A-Za-z_]\w*\.[\w.]*\[[A-Za-z_][\w.]*\]")
 
@@ -1003,40 +1001,11 @@ class _Function:
             out.append((c, node))
         return out
 
-    def _within(self, node: ast.AST, top: ast.AST) -> bool:
-        """``node`` is ``top`` or inside it."""
-        n: ast.AST | None = node
-        while n is not None:
-            if n is top:
-                return True
-            up = self.body._parent.get(id(n))
-            n = up[0] if up is not None else None
-        return False
-
-    def _kept_per_iteration(self, c: CallSite, node: ast.AST) -> bool:
-        """The call's value is stored where it is kept apart from other runs
-        of the call (in a loop, where each iteration keeps its own): an
-        item or attribute (``tables[seq.id] = base.fork()``, ``req.state =
-        make()``) or an element added to a collection (``out.append(make())``).
-        Hoisting it would give every slot one shared object."""
-        if self._immutable_result(c):
-            return False  # an int or a str: sharing one is harmless
-        # the value itself, or one branch of a conditional expression
-        child = node
-        up = self.body._parent.get(id(child))
-        while up is not None and isinstance(up[0], ast.IfExp) and child is not up[0].test:
-            child = up[0]
-            up = self.body._parent.get(id(child))
-        parent = up[0] if up is not None else None
-        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is child:
-            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-            return any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets)
-        return (
-            isinstance(parent, ast.Call)
-            and child in parent.args
-            and isinstance(parent.func, ast.Attribute)
-            and parent.func.attr in _ADDS
-        )
+    def _kept_apart(self, c: CallSite, node: ast.AST) -> bool:
+        """The call's value is kept apart from other runs of the call
+        (:func:`~cachelint.facts.repeats.kept_apart`), and the callee is not
+        known to return an immutable scalar, which one could share."""
+        return not self._immutable_result(c) and repeats.kept_apart(self.body, node)
 
     def _immutable_result(self, c: CallSite) -> bool:
         """The callee is a function of the tree annotated to return an
@@ -1219,7 +1188,7 @@ class _Function:
         # a slot or added to a collection wants its own object: not shared)
         for key, uses in groups.items():
             cal = callees[key]
-            uses = [(c, n) for c, n in uses if (c.line, c.column) not in taken and not self._kept_per_iteration(c, n)]
+            uses = [(c, n) for c, n in uses if (c.line, c.column) not in taken and not self._kept_apart(c, n)]
             need = CHEAP_REPEATS if cal.level == "cheap" else REPEATS
             if len(uses) < need:
                 continue
@@ -1296,9 +1265,9 @@ class _Function:
         names_in(("call", c0.func, c0.args, c0.kwargs), names)
         if isinstance(loop, ast.While) and not cal.cost.pure:
             return None  # a `while` loop ends because something in it changes: perhaps this very call
-        if isinstance(loop, ast.While) and any(self._within(node, loop.test) for _c, node in uses):
+        if isinstance(loop, ast.While) and any(repeats.within(self.body, node, loop.test) for _c, node in uses):
             return None  # the loop's own test: the loop ends when its value changes
-        if any(self._kept_per_iteration(c, node) for c, node in uses):
+        if any(self._kept_apart(c, node) for c, node in uses):
             return None  # each iteration keeps its own result (`tables[seq.id] = base.fork()`): one per slot
         if not cal.cost.pure and repeats.suspends(loop, self.body):
             return None  # other tasks run at each `await`: they may change what the call reads
