@@ -1107,8 +1107,10 @@ class _Function:
             getters[key] = getter
         out: list[Finding] = []
         for key, uses in groups.items():
-            name = getters[key].qualname
-            cal = Callee("known", f"the getter `{name}` loops on each read", (name,), self._cost([name], getter))
+            g = getters[key]
+            cal = Callee(
+                "known", f"the getter `{g.qualname}` loops on each read", (g.qualname,), self._cost([g.qualname], g)
+            )
             found = self._loop_finding([(c, n) for c, n, _l in uses], uses[0][2], cal)
             if found is not None:
                 out.append(found)

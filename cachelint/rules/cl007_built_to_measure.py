@@ -321,7 +321,7 @@ class _Function:
                 seen.add((found.line, found.column))
                 out.append(found)
         for c in f.calls:
-            # len(builder(...)), len(x.prop.attr)
+            # len(builder(...))
             if c.func != ("name", "len") or len(c.args) != 1 or c.kwargs or c.in_handler or never_runs(c):
                 continue
             if self.p.canon(c.func, self.ctx) != (GlobalRoot("builtins.len"),):
