@@ -215,7 +215,8 @@ def _elements(value) -> Expr | None:
     return None
 
 
-_COPIES = frozenset({"list", "tuple", "sorted", "set", "frozenset", "dict"})
+# builtins that copy a whole collection into a new one (FunctionInfo.return_kinds)
+COPIES = frozenset({"list", "tuple", "sorted", "set", "frozenset", "dict"})
 _COMP_KINDS = {ast.ListComp: "list", ast.SetComp: "set", ast.DictComp: "dict"}
 
 
@@ -230,7 +231,7 @@ def _built_kind(node, top: bool) -> str:
         return k
     if t is _Call:
         f = node.func
-        if type(f) is ast.Name and f.id in _COPIES and node.args:
+        if type(f) is ast.Name and f.id in COPIES and node.args:
             return f.id
         return "call" if top else "?"
     if t is _BinOp and type(node.op) is ast.Add:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..facts.properties import hot_property_reads, is_plain_property
 from ..fixes.hotcalls import hot_route
+from ..index.body import COPIES
 from ..index.expr import dotted, render
 from ..index.records import CallSite, FunctionInfo
 from ..model import Finding, Span
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
 
 _ROOTS = ({"pattern": "*.Runner.execute_model", "kind": "per-step"},)
 
-# builtins that copy a whole collection into a new one
-_COPIES = frozenset({"list", "tuple", "sorted", "set", "frozenset", "dict"})
 
 # what follows a property read in the source: one attribute (not a call), a constant index
 _ATTR_AFTER = re.compile(r"\s*\.\s*([A-Za-z_]\w*)\b(?!\s*\()")
@@ -261,7 +260,7 @@ def builds(p: Program, fn: FunctionInfo) -> tuple[str, bool] | None:
     kinds: set[str] = set()
     obj = False
     for r, k in zip(fn.returns, fn.return_kinds):
-        if k in _COPIES:  # a comprehension, a copy, both branches of a conditional
+        if k in COPIES:  # a comprehension, a copy, both branches of a conditional
             kinds.add(f"a new {'list' if k == 'sorted' else k}")
             continue
         if k == "concat" and _returns_list(fn):  # `return self.prompt_ids + self.output_ids`
@@ -273,7 +272,7 @@ def builds(p: Program, fn: FunctionInfo) -> tuple[str, bool] | None:
         if v is None or len(v) != 1 or not isinstance(v[0], GlobalRoot):
             return None
         qn = v[0].qualname
-        if qn.startswith("builtins.") and qn[9:] in _COPIES and r[2]:  # not a copy of nothing (`list()`)
+        if qn.startswith("builtins.") and qn[9:] in COPIES and r[2]:  # not a copy of nothing (`list()`)
             kinds.add(f"a new {'list' if qn[9:] == 'sorted' else qn[9:]}")
         elif qn in p.classes:
             kinds.add(f"a new `{qn.rpartition('.')[2]}`")
