@@ -424,9 +424,10 @@ class _Function:
                 built, (), (), c.line, c.column, c.end_line, c.end_column, c.guard, c.in_loop, c.stmt_line, is_read=True
             )
         estimate = self.a.estimates.site(f, inner, repeats=1.0 if not c.in_loop else None)
+        note = f"no fix: the cheaper spelling is an accessor on {owner}"
         msg = (
             f"`{shown}` builds {made} (`{short}` builds it on each call) {what}; on a {kind} path, reached via "
-            f"{hot_route(chain)}; no fix: the cheaper spelling is an accessor on {owner}"
+            f"{hot_route(chain)}; {note}"
         )
         return Finding(
             code=self.code,
@@ -436,6 +437,6 @@ class _Function:
             function=f.qualname,
             hot_path=chain,
             fix=None,
-            notes=(f"no fix: the cheaper spelling is an accessor on {owner}",),
+            notes=(note,),
             data={"builder": fn.qualname, "built": made, "hot_kind": kind, "estimate": estimate.to_data()},
         )

@@ -267,9 +267,8 @@ class Elements:
         root = v[0]
         if len(v) == 1:
             if isinstance(root, ParamRoot):
-                f = self.functions.get(root.function)
-                p = next((p for p in f.params if p.name == root.name), None) if f is not None else None
-                return self.annotation_classes(p.annotation, f.module) if p is not None and f is not None else ()
+                ann, module = self._param_annotation(root)
+                return self.annotation_classes(ann, module) if module is not None else ()
             if isinstance(root, CallRoot):
                 fn = self.callee_function(root.callee)
                 return self.returned_classes(fn) if fn is not None else ()
@@ -279,6 +278,13 @@ class Elements:
         owner = self.type_of(v[:-1])
         owners = (owner,) if owner is not None else self._value_classes(v[:-1], depth + 1)
         return _union(self.attr_classes(o, v[-1], depth + 1) for o in owners if o in self.classes)
+
+    def _param_annotation(self, root: ParamRoot) -> tuple:
+        """``(annotation, module)`` of the parameter ``root`` names; ``(None,
+        None)`` when its function or the parameter is not known."""
+        f = self.functions.get(root.function)
+        p = next((p for p in f.params if p.name == root.name), None) if f is not None else None
+        return (p.annotation, f.module) if p is not None and f is not None else (None, None)
 
     def attr_classes(self, class_qn: str, attr: str, depth: int = 0) -> Classes:
         """The classes attribute ``attr`` of a ``class_qn`` may hold: its
@@ -387,13 +393,8 @@ class Elements:
         root = v[0]
         if len(v) == 1:
             if isinstance(root, ParamRoot):
-                f = self.functions.get(root.function)
-                p = next((p for p in f.params if p.name == root.name), None) if f is not None else None
-                return (
-                    self.annotation_elements(p.annotation, f.module, 0, items)
-                    if p is not None and f is not None
-                    else ()
-                )
+                ann, module = self._param_annotation(root)
+                return self.annotation_elements(ann, module, 0, items) if module is not None else ()
             if isinstance(root, CallRoot):
                 fn = self.callee_function(root.callee)
                 return self.annotation_elements(fn.returns_annotation, fn.module, 0, items) if fn is not None else ()
@@ -450,9 +451,8 @@ class Elements:
             return ()
         root = v[0]
         if len(v) == 1 and isinstance(root, ParamRoot):
-            f = self.functions.get(root.function)
-            p = next((p for p in f.params if p.name == root.name), None) if f is not None else None
-            return self._mapping_values(p.annotation, f.module) if p is not None and f is not None else ()
+            ann, module = self._param_annotation(root)
+            return self._mapping_values(ann, module) if module is not None else ()
         if len(v) >= 2:
             owner = self.type_of(v[:-1])
             if owner is not None and owner in self.classes:

@@ -67,8 +67,8 @@ class Types:
 
     # ----- types -----------------------------------------------------------------
     def annotation_name(self, ann, module: str) -> str | None:
-        """The qualified name a name or dotted annotation (``Foo``,
-        ``mod.Foo``) refers to, through imports and re-exports."""
+        """The qualified name a name or dotted expression (``Foo``,
+        ``mod.Foo``) in ``module`` refers to, through imports and re-exports."""
         d = dotted(ann)
         if d is None:
             return None
@@ -211,14 +211,8 @@ class Types:
         return self.attr_type(owner, v[-1], depth + 1)
 
     def _module_value(self, e, module: str) -> Value | None:
-        d = dotted(e)
-        if d is None:
-            return None
-        head, _, rest = d.partition(".")
-        r = self.resolve_name(module, head)
-        if r is None:
-            return None
-        return (GlobalRoot(self.resolve_qualified(f"{r}.{rest}" if rest else r)),)
+        qn = self.annotation_name(e, module)
+        return (GlobalRoot(qn),) if qn is not None else None
 
     def attr_type(self, class_qn: str, attr: str, depth: int = 0) -> str | None:
         for qn in self.mro(class_qn):
