@@ -15,6 +15,7 @@ import gc
 import os
 from collections.abc import Callable
 from dataclasses import astuple, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,9 @@ from .semantic.callgraph import HotPaths, HotStep, RootMatch, root_matches, why_
 
 if TYPE_CHECKING:
     from .facts.analysis import Analysis
+    from .profiling.evidence import CandidateRoot, MissedRepeat
+    from .profiling.profile import Profile
+    from .profiling.workload import Workload
 
 
 @dataclass
@@ -48,6 +52,10 @@ class Result:
     # how much the hot-root patterns made hot (None: no selected rule needs hot paths)
     hot: HotCoverage | None = None
     vendored: list[str] = field(default_factory=list)  # vendored directories not analysed
+    # with a profile: measured repeats no finding covers, and functions run per
+    # step that no hot root reaches (see cachelint.profiling.evidence)
+    missed_repeats: list[MissedRepeat] = field(default_factory=list)
+    candidate_roots: list[CandidateRoot] = field(default_factory=list)
     # the configuration with its presets merged, resolved on first use (a
     # cache hit needs no presets: parsing them is a tenth of a warm run)
     _config: Config | None = field(default=None, repr=False)
@@ -114,12 +122,17 @@ def check(
     report_only: list[str] | None = None,
     progress: Progress | None = None,
     cache_dir: str | os.PathLike | None = None,
+    profile: Profile | None = None,
 ) -> Result:
     """Check ``paths``. With ``cache_dir``, reuse and update the on-disk cache there.
 
     ``report_only``: files or directories; the whole of ``paths`` is
     analysed (it feeds the call graph and the cache sites) but only findings
-    in these are reported and fixed (the pre-commit hook's mode)."""
+    in these are reported and fixed (the pre-commit hook's mode).
+
+    ``profile`` (from :func:`profile`): findings carry what it measured at
+    their sites and rank by it, and the result lists measured repeats no
+    finding covers and candidate hot roots. The cache is not used then."""
     try:
         config = config or Config()
         rules = select_rules(config.select, config.ignore)
@@ -147,6 +160,13 @@ def check(
         # fixing needs the analysis: the lock records what each rewrite relies on,
         # and the fixer checks each file against the digest it was analysed at
         need_analysis = fix
+        measure = None
+        if profile is not None:
+            from .profiling.evidence import attach
+
+            cache_dir = None  # the findings then depend on the profile too
+            measure = partial(attach, profile=profile)
+
         if progress is not None:
             progress.stage("Indexing", len(files))
         if cache_dir is not None:
@@ -169,7 +189,7 @@ def check(
             if progress is not None:
                 progress.stage("Analysing")
             analysis = make_analysis(indexes)
-            raw, flags = run_rules(analysis, rules)
+            raw, flags = run_rules(analysis, rules, measure)
             findings, how, cov = [f for f, s in zip(raw, flags) if not s], "off", summarise(analysis)
         findings = _reported(findings, report_only)
         result = Result(
@@ -181,6 +201,11 @@ def check(
             vendored=vendored,
             _resolve=resolve,
         )
+        if profile is not None and analysis is not None:
+            from .profiling.evidence import candidate_roots, unreported_repeats
+
+            result.missed_repeats = unreported_repeats(analysis, profile, findings)
+            result.candidate_roots = candidate_roots(analysis, profile)
         if unsafe_fixes is None:
             unsafe_fixes = config.unsafe_fixes  # presets never set it
         if fix and analysis is not None:
@@ -205,6 +230,46 @@ def check(
         # run (gc_paused); back in the oldest generation, what the caller
         # drops is collected again (a cheap list splice, no collection)
         gc.unfreeze()
+
+
+def profile(
+    workload: Workload,
+    paths: list[str],
+    config: Config | None = None,
+    *,
+    steps: tuple[str, ...] = (),
+    fingerprints: bool = True,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    started: Callable[[int, int], None] | None = None,
+) -> Profile:
+    """Run ``workload`` measured, limited to the functions of ``paths`` (see :mod:`cachelint.profiling`).
+
+    The package is analysed first: to name its functions as the findings
+    name them, to find the steps (the functions ``steps`` matches, else the
+    per-step hot roots) and the functions whose calls are fingerprinted (the
+    hot ones and those the cost model finds expensive; none without
+    ``fingerprints``). The analysis is dropped before the workload starts.
+    ``started(functions, watched)`` is called just before it does.
+    Raises ``FileNotFoundError`` for a missing script or path."""
+    from .profiling.evidence import defs_for, step_functions
+    from .profiling.workload import run, to_profile
+
+    try:
+        config = config or Config()
+        analysis, _files = analyse(paths, config, jobs, progress)
+        step_set = step_functions(analysis, steps)
+        defs = defs_for(analysis, step_set, fingerprints)
+        del analysis, _files
+    finally:
+        gc.unfreeze()
+    gc.collect()
+    if progress is not None:
+        progress.close()
+    if started is not None:
+        started(sum(len(v) for v in defs.files.values()), len(defs.watched))
+    code, rec, wall = run(workload, defs)
+    return to_profile(workload, rec, wall, code, sorted(step_set))
 
 
 def _reported(findings: list[Finding], report_only: list[str] | None) -> list[Finding]:

@@ -6,6 +6,7 @@
     cachelint explain CODE | --all
     cachelint rules
     cachelint callgraph [PATHS] [--output-format json]
+    cachelint profile [PATHS] [--step PATTERN] [-o FILE] -- SCRIPT [ARGS] | -m MODULE [ARGS]
     cachelint clean [--cache-dir DIR]
 
 ``cachelint PATHS --fix`` is short for ``cachelint check PATHS --fix``.
@@ -25,7 +26,7 @@ from . import __version__
 
 DEFAULT_CACHE_DIR = ".cachelint_cache"  # cache.DEFAULT_DIR, without importing it here
 
-COMMANDS = ("check", "lock", "hot-paths", "callgraph", "explain", "rules", "version", "clean")
+COMMANDS = ("check", "lock", "hot-paths", "callgraph", "profile", "explain", "rules", "version", "clean")
 
 
 def _usage_error(e: Exception) -> int:
@@ -108,6 +109,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
     c.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
+    c.add_argument(
+        "--profile",
+        default=None,
+        metavar="FILE",
+        help="a profile from `cachelint profile`: findings carry the time measured at their sites and rank by it;"
+        " the text output adds measured repeats no finding covers and candidate hot roots (the cache is not used)",
+    )
     c.add_argument("--no-chain", action="store_true", help="text output: omit hot-path chains")
     c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
     c.add_argument(
@@ -159,6 +167,32 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
     g.add_argument("--jobs", "-j", type=int, default=None, help="processes for indexing")
 
+    pr = sub.add_parser(
+        "profile",
+        help="run a workload measured (limited to the analysed package) and write a profile for `check --profile`",
+        usage="cachelint profile [PATHS] [--step PATTERN] [-o FILE] [--no-fingerprints] -- SCRIPT [ARGS] | -m MODULE [ARGS]",
+    )
+    pr.add_argument("paths", nargs="*", default=["."], help="the package's source: files or directories (default: .)")
+    pr.add_argument(
+        "--step",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="qualified-name glob of the function one call of which is a step (repeatable; "
+        "default: the per-step hot roots of the configuration)",
+    )
+    pr.add_argument("--output", "-o", default="cachelint-profile.json", help="the profile file to write")
+    pr.add_argument(
+        "--no-fingerprints",
+        dest="fingerprints",
+        action="store_false",
+        help="measure time and calls only, no argument and result fingerprints (less overhead)",
+    )
+    pr.add_argument("--quiet", "-q", action="store_true", help="print nothing but the workload's own output")
+    pr.add_argument("--config", default=None, help="path to a pyproject.toml or cachelint.toml")
+    pr.add_argument("--preset", default=None, help="auto, none, or preset names (e.g. vllm)")
+    pr.add_argument("--jobs", "-j", type=int, default=None, help="processes for indexing")
+
     e = sub.add_parser("explain", help="print a rule's documentation")
     e.add_argument("code", nargs="?", help="rule code, e.g. CL003")
     e.add_argument("--all", action="store_true", help="every rule, as the Markdown rule reference")
@@ -181,11 +215,17 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv = ["check"] + argv
+    workload: list[str] = []
+    if argv[0] == "profile" and "--" in argv:  # the workload's own arguments are not ours
+        cut = argv.index("--")
+        argv, workload = argv[:cut], argv[cut + 1 :]
     try:
         args = _parser().parse_args(argv)
     except SystemExit as e:  # argparse: 2 on usage errors, 0 for --help
         return int(e.code or 0)
     try:
+        if args.command == "profile":
+            return _profile(args, workload)
         if args.command == "explain":
             return _explain(args.code, args.all)
         if args.command == "lock":
@@ -388,12 +428,63 @@ def _hot_paths(args) -> int:
     return 0 if steps else 1
 
 
+def _profile(args, argv: list[str]) -> int:
+    """Exit with the workload's own exit code (2 for cachelint's usage or configuration errors)."""
+    from .api import profile
+    from .config import ConfigError
+    from .output.profile import summary_text
+    from .output.terminal import progress_for
+    from .profiling.workload import Workload
+
+    if not argv or argv == ["-m"]:
+        print(
+            "cachelint: error: give the workload after `--`: a script and its arguments, or -m MODULE", file=sys.stderr
+        )
+        return 2
+    work = Workload(argv[1], tuple(argv[2:]), True) if argv[0] == "-m" else Workload(argv[0], tuple(argv[1:]))
+    if not work.module and not Path(work.target).is_file():
+        return _usage_error(FileNotFoundError(work.target))
+    say = (lambda msg: None) if args.quiet else (lambda msg: print(f"cachelint: {msg}", file=sys.stderr, flush=True))
+
+    def started(functions: int, watched: int) -> None:
+        what = f"{watched} of them fingerprinted" if args.fingerprints else "no fingerprints"
+        say(f"profiling `{' '.join(work.argv)}`: {functions} functions of the package measured, {what}")
+
+    progress = progress_for(sys.stderr) if not args.quiet else None
+    try:
+        cfg = _load_config(args).with_overrides(preset=args.preset)
+        result = profile(
+            work,
+            args.paths,
+            cfg,
+            steps=tuple(args.step),
+            fingerprints=args.fingerprints,
+            jobs=args.jobs,
+            progress=progress,
+            started=started,
+        )
+    except (ConfigError, FileNotFoundError) as e:
+        return _usage_error(e)
+    finally:
+        if progress is not None:
+            progress.close()
+    try:
+        result.write(args.output)
+    except OSError as e:
+        print(f"cachelint: error: cannot write the profile {args.output}: {e}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        sys.stderr.write(summary_text(result, args.output))
+    return result.exit_code
+
+
 def _check(args) -> int:
     from .api import check
     from .config import ConfigError, min_cost_setting
     from .lock.lockfile import LockError
     from .output.report import fixed_summary, statistics, summary, to_json, to_text
     from .output.terminal import colour_enabled, progress_for, write_coloured
+    from .profiling.profile import ProfileError
     from .rules import UnknownRuleError
 
     paths = args.paths or ["."]
@@ -427,6 +518,11 @@ def _check(args) -> int:
             missing = [p for p in report_only if not os.path.lexists(p)]
             if missing:
                 raise FileNotFoundError(missing[0])
+        measured = None
+        if args.profile is not None:
+            from .profiling.profile import Profile
+
+            measured = Profile.read(args.profile)
         result = check(
             paths,
             cfg,
@@ -437,10 +533,11 @@ def _check(args) -> int:
             report_only=report_only,
             progress=progress,
             cache_dir=cache_dir,
+            profile=measured,
         )
         if os.environ.get("CACHELINT_CACHE_STATUS"):
             print(f"cachelint: cache {result.cache}", file=sys.stderr)
-    except (ConfigError, UnknownRuleError, LockError, FileNotFoundError) as e:
+    except (ConfigError, UnknownRuleError, LockError, FileNotFoundError, ProfileError) as e:
         return _usage_error(e)
     finally:
         progress.close()
@@ -511,6 +608,10 @@ def _check(args) -> int:
             text = to_text(findings, unsafe, show_chain=not args.no_chain, frames=True, show_fixes=args.show_fixes)
             if args.show_fixes and args.fix:
                 text = fixed_summary(result.fixed) + text
+            if measured is not None and (result.missed_repeats or result.candidate_roots):
+                from .output.profile import report_text
+
+                text += "\n" + report_text(result.missed_repeats, result.candidate_roots, measured)
             if not args.quiet:
                 text += summary(findings, len(result.fixed), unsafe, result.hot)
         if colour_enabled(out, args.color):

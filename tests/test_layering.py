@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("facts",),
     ("fixes",),
     ("rules",),
+    ("profiling",),
     ("apply",),
     ("incremental",),
     ("output",),

@@ -87,7 +87,11 @@ def _sig(x: float) -> float:
 
 
 def rank_of(data: dict | None) -> float:
-    """The rank of a finding from its data (0 when it carries no estimate)."""
+    """The rank of a finding from its data: the time per step a profile
+    measured at its sites, else its estimate's rank (0 when it has neither)."""
+    measured = (data or {}).get("measured")
+    if measured:
+        return float(measured["per_step_seconds"])
     est = (data or {}).get("estimate")
     return float(est["rank_seconds"]) if est else 0.0
 

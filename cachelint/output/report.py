@@ -17,8 +17,9 @@ def frequency(f: Finding) -> str:
 
 
 def by_frequency(findings: list[Finding]) -> list[Finding]:
-    """Errors first, then by estimated time per step (weighted down for code
-    traced by torch.compile), then the most frequently run sites; then by place."""
+    """Errors first, then by time per step (measured where a profile covered
+    the site, else estimated and weighted down for code traced by
+    torch.compile), then the most frequently run sites; then by place."""
     return sorted(
         findings,
         key=lambda f: (
@@ -107,6 +108,8 @@ def to_text(
             lines.append(f"  = hot path ({kind}): " + " -> ".join(_short(x) for x in f.hot_path))
         if show_chain and f.data and f.data.get("estimate"):
             lines.append(f"  = estimate: {f.data['estimate']['text']}")
+        if f.data and f.data.get("measured"):
+            lines.append(f"  = measured: {f.data['measured']['text']}")
         if f.fix is not None:
             lines.append(f"  = fix ({f.fix.applicability.value}): {f.fix.message}")
             if show_fixes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -25,8 +26,21 @@ def suppressed(f: Finding, fi: FileIndex | None) -> bool:
     return False
 
 
-def run_rules(analysis: Analysis, rules) -> tuple[list[Finding], list[bool]]:
+Measure = Callable[[list[Finding]], list[Finding]]
+
+
+def per_step(f: Finding) -> float | None:
+    """A finding's time per step: measured where a profile covered it, else estimated (None: neither)."""
+    m = f.data.get("measured") or f.data.get("estimate")
+    return None if m is None else m["per_step_seconds"]
+
+
+def run_rules(analysis: Analysis, rules, measure: Measure | None = None) -> tuple[list[Finding], list[bool]]:
     """Every rule's findings over the whole program, and whether each is suppressed.
+
+    ``measure`` (``check --profile``) adds what a profile measured to the
+    findings it covers, before ``min-cost`` drops what costs less than it
+    per step, and again after findings of the same work are merged.
 
     With the cyclic GC paused: the analysis builds memos, contexts and
     findings that live for the run, and the collections its allocations
@@ -38,11 +52,11 @@ def run_rules(analysis: Analysis, rules) -> tuple[list[Finding], list[bool]]:
         findings: list[Finding] = []
         for rule_cls in rules:
             findings.extend(rule_cls().check(analysis))
+        if measure is not None:
+            findings = measure(findings)
         floor = analysis.config.min_time
-        if floor is not None:  # `min-cost = "10us"`: what is estimated below it per step is noise
-            findings = [
-                f for f in findings if "estimate" not in f.data or f.data["estimate"]["per_step_seconds"] >= floor
-            ]
+        if floor is not None:  # `min-cost = "10us"`: what is measured or estimated below it per step is noise
+            findings = [f for f in findings if (t := per_step(f)) is None or t >= floor]
         ran = frozenset(r.code for r in rules)
         audits: list[Finding] = []
         for rule_cls in rules:  # rules about the others' findings (unused suppressions)
@@ -50,7 +64,8 @@ def run_rules(analysis: Analysis, rules) -> tuple[list[Finding], list[bool]]:
                 audits.extend(rule_cls().audit(analysis, findings, ran))
         findings.extend(audits)
         by_path = analysis.program.modules_by_path
-        return merge_repeats(findings, [suppressed(f, by_path.get(f.path)) for f in findings])
+        merged, flags = merge_repeats(findings, [suppressed(f, by_path.get(f.path)) for f in findings])
+        return (merged if measure is None else measure(merged)), flags
 
 
 def merge_repeats(findings: list[Finding], flags: list[bool]) -> tuple[list[Finding], list[bool]]:
