@@ -3,9 +3,10 @@
 The fixture engine runs 20 steps. On each, `Engine.step` rebuilds the same
 processor (`get_processor`, which the fixture's configuration marks
 expensive: a CL002 finding) and the same small tuple (`special_ids`, which
-nothing marks: a repeat the static pass misses), calls `jitter` alike with a
-different result each time (the control: never a repeat), and calls
-`on_step` by name (a function run per step that no hot root reaches).
+nothing marks: a repeat the static pass misses), calls `Sampler.jitter`
+alike with a different result each time (the control: never a repeat),
+calls the library's `textwrap.shorten` (which the workload called first),
+and calls `on_step` by name (a function run per step that no hot root reaches).
 """
 
 from __future__ import annotations
@@ -75,8 +76,11 @@ def test_steps_and_functions_are_measured(profiled):
     step = by_name["enginelet.engine.Engine.step"]
     assert step.step_total >= by_name["enginelet.config.ModelConfig.get_processor"].step_total > 0
     assert step.own < step.total
-    # calls out of the package are call sites too (the builtin `sum` in on_step)
+    # calls out of the package are call sites too: a builtin (`sum` in on_step), and a
+    # library function that the workload called first, before the package did
     assert any(s.caller.endswith("Engine.on_step") and s.callee.endswith("sum") for s in profile.sites)
+    (shorten,) = [s for s in profile.sites if s.callee == "textwrap.shorten"]
+    assert (shorten.caller, shorten.step_calls) == ("enginelet.engine.Engine.step", 20)
 
 
 def test_a_repeated_identical_call_is_found_and_timed(profiled):
@@ -89,7 +93,7 @@ def test_a_repeated_identical_call_is_found_and_timed(profiled):
 
 def test_calls_whose_results_differ_are_not_repeats(profiled):
     _, profile = profiled
-    r = _repeat(profile, "Engine.jitter")
+    r = _repeat(profile, "Sampler.jitter")
     assert r.calls == 20
     # the same arguments every time (the engine unchanged), with 20 results: nothing to memoize
     assert (r.repeated, r.varied, r.distinct) == (0, 1, 20)
@@ -98,15 +102,15 @@ def test_calls_whose_results_differ_are_not_repeats(profiled):
 def test_the_summary_names_the_repeat(profiled):
     r, _ = profiled
     assert "20 steps (calls of Engine.step)" in r.stderr
-    assert "Engine.step:15 -> enginelet.config.ModelConfig.get_processor (19 of 20 calls)" in r.stderr
-    assert "Engine.jitter (" not in r.stderr
+    assert "Engine.step:25 -> enginelet.config.ModelConfig.get_processor (19 of 20 calls)" in r.stderr
+    assert "Sampler.jitter (" not in r.stderr
 
 
 def test_check_with_a_profile_carries_the_measured_time(project, profiled):
     r = cachelint("check", "enginelet", "--profile", "prof.json", "--output-format", "json", cwd=project)
     assert r.returncode == 1, r.stderr
     (f,) = json.loads(r.stdout)
-    assert (f["code"], f["line"]) == ("CL002", 15)
+    assert (f["code"], f["line"]) == ("CL002", 25)
     m = f["data"]["measured"]
     assert m["steps"] == 20 and m["calls_per_step"] == 1
     assert m["per_step_seconds"] > 0 and "per step" in m["text"]
@@ -137,7 +141,7 @@ def test_min_cost_reads_the_measured_time(project, profiled):
     dropped = cachelint(
         "check", "enginelet", "--no-cache", "--min-cost", "50us", "--output-format", "json", cwd=project
     )
-    assert [f["line"] for f in json.loads(kept.stdout)] == [15]
+    assert [f["line"] for f in json.loads(kept.stdout)] == [25]
     assert json.loads(dropped.stdout) == []
     gone = cachelint(
         "check", "enginelet", "--profile", "prof.json", "--min-cost", "10s", "--output-format", "json", cwd=project
@@ -157,12 +161,12 @@ def test_without_fingerprints_only_time_is_measured(project):
 def test_a_named_step_and_a_module_workload(project):
     (project / "stepper.py").write_text("from enginelet.engine import Engine\ne = Engine()\ne.step()\ne.step()\n")
     r = cachelint(
-        "profile", "enginelet", "-q", "--step", "*.Engine.jitter", "-o", "m.json", "--", "-m", "stepper", cwd=project
+        "profile", "enginelet", "-q", "--step", "*.Sampler.jitter", "-o", "m.json", "--", "-m", "stepper", cwd=project
     )
     assert r.returncode == 0, r.stderr
     profile = Profile.read(project / "m.json")
     assert profile.workload == ["-m", "stepper"]
-    assert profile.step_functions == ["enginelet.engine.Engine.jitter"] and profile.steps == 2
+    assert profile.step_functions == ["enginelet.engine.Sampler.jitter"] and profile.steps == 2
 
 
 def test_usage_errors(project, tmp_path):
@@ -202,8 +206,12 @@ def test_argument_fingerprints():
     assert fp.argument("c", Cfg(2)) != fp.argument("c", c)  # another object
     assert fp.argument("k", (1, "a", None)) == fp.argument("k", (1, "a", None))
     for value, what in (([1], "list"), ({}, "dict"), (FakeTensor(), "FakeTensor"), (object(), "object")):
-        with pytest.raises(fp.Unfingerprinted, match=f"argument `x` is a {what}"):
-            fp.argument("x", value)
+        assert fp.argument("x", value) == f"argument `x` is a {what}"
+        assert type(fp.argument("x", value)) is fp.Unfingerprinted
+    big = Cfg(0)
+    big.__dict__.update({f"a{i}": i for i in range(fp.ATTRIBUTES)})
+    assert fp.argument("big", big) == f"argument `big` has more than {fp.ATTRIBUTES} attributes"
+    assert fp.arguments(("a", "b"), {"a": 1, "b": [2]}) == "argument `b` is a list"
 
 
 def test_result_fingerprints():

@@ -10,13 +10,15 @@ never by calling code of the program (no ``__hash__``, ``__eq__`` or
 * functions, classes, modules, enum members: their identity (they do not
   change);
 * any other object with a ``__dict__`` (a config, a processor, ``self``): its
-  identity and its *version*, the fingerprints one level down of its
-  attributes (objects there by identity). Rebinding an attribute changes the
-  version; a change inside an attribute's own contents (appending to a list
-  it holds) does not, which the report states;
-* lists, dicts, sets, arrays and tensors, and objects without a
-  ``__dict__`` as *arguments*: not fingerprinted. The call is counted under
-  the reason (``argument `x` is a list``), never guessed equal to another.
+  identity and its *version*, what its attributes are bound to (numbers and
+  strings by value, other objects by identity). Rebinding an attribute
+  changes the version; a change inside an attribute's own contents
+  (appending to a list it holds) does not, nor does rebinding it to a new
+  object at a freed one's address (the results are still compared);
+* lists, dicts, sets, arrays and tensors, objects without a ``__dict__``
+  and objects of more than :data:`ATTRIBUTES` attributes as *arguments*:
+  not fingerprinted. The call is counted under the reason (``argument `x`
+  is a list``), never guessed equal to another.
 
 A call that returns ``None`` is not compared: it is a procedure, whose
 repeated calls may be the point (they change state the fingerprints do not
@@ -38,14 +40,13 @@ import types
 from typing import Any
 
 DEPTH = 2  # levels of containers and attributes compared in a result
-WIDTH = 32  # items of a container, attributes of an object, compared at most
+WIDTH = 32  # items of a container compared at most
+ATTRIBUTES = 64  # attributes of an argument's object versioned at most
 
-_VALUES = (type(None), bool, int, float, complex, str, bytes)
-_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, types.ModuleType)
-
-
-class Unfingerprinted(Exception):
-    """An argument the fingerprint cannot represent; ``str()`` says which and why."""
+_VALUES = frozenset((type(None), bool, int, float, complex, str, bytes))
+_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, types.ModuleType, enum.Enum)
+_NO = object()  # not an immutable builtin value
+_arrays: dict[type, bool] = {}
 
 
 class _Opaque:
@@ -61,50 +62,58 @@ class _Opaque:
 
 
 def _value(v: Any) -> Any:
-    """The fingerprint of an immutable builtin value (or raise KeyError)."""
+    """The fingerprint of an immutable builtin value, or ``_NO``."""
     t = type(v)
     if t in _VALUES:
         return (t, v)
-    if t is tuple and len(v) <= WIDTH:
-        return (tuple, tuple(_value(x) for x in v))
-    if t is frozenset and len(v) <= WIDTH:
-        return (frozenset, frozenset(_value(x) for x in v))
-    raise KeyError(t)
-
-
-def _shallow(v: Any) -> Any:
-    """An attribute's fingerprint inside an argument's version: values by value, the rest by identity."""
-    try:
-        return _value(v)
-    except KeyError:
-        return ("id", id(v))
+    if (t is tuple or t is frozenset) and len(v) <= WIDTH:
+        items = [_value(x) for x in v]
+        if _NO in items:
+            return _NO
+        return (t, tuple(items) if t is tuple else frozenset(items))
+    return _NO
 
 
 def _array(t: type) -> bool:
     """An array or a tensor (numpy, torch): its contents change in place and are costly to read."""
-    return hasattr(t, "data_ptr") or hasattr(t, "__array_interface__")
+    hit = _arrays.get(t)
+    if hit is None:
+        hit = _arrays[t] = hasattr(t, "data_ptr") or hasattr(t, "__array_interface__")
+    return hit
+
+
+class Unfingerprinted(str):
+    """Why an argument has no fingerprint (``argument `x` is a list``): a value, never raised."""
 
 
 def argument(name: str, v: Any) -> Any:
-    """The fingerprint of one argument; raises :class:`Unfingerprinted`."""
-    try:
-        return _value(v)
-    except KeyError:
-        pass
-    if isinstance(v, (*_IDENTITY, enum.Enum)):
+    """The fingerprint of one argument, or an :class:`Unfingerprinted` reason."""
+    fp = _value(v)
+    if fp is not _NO:
+        return fp
+    if isinstance(v, _IDENTITY):
         return ("id", id(v))
-    attrs = getattr(v, "__dict__", None)
     t = type(v)
+    attrs = getattr(v, "__dict__", None)
     if type(attrs) is not dict or t in (list, dict, set, bytearray) or _array(t):
-        raise Unfingerprinted(f"argument `{name}` is a {t.__name__}")
-    if len(attrs) > 8 * WIDTH:
-        raise Unfingerprinted(f"argument `{name}` has {len(attrs)} attributes")
-    return ("obj", id(v), tuple((k, _shallow(x)) for k, x in attrs.items()))
+        return Unfingerprinted(f"argument `{name}` is a {t.__name__}")
+    if len(attrs) > ATTRIBUTES:
+        return Unfingerprinted(f"argument `{name}` has more than {ATTRIBUTES} attributes")
+    # the version: what each attribute is bound to (rebinding one changes it):
+    # an immutable builtin by its value, any other object by its identity
+    return ("obj", id(v), tuple([(type(x), x) if type(x) in _VALUES else id(x) for x in attrs.values()]))
 
 
-def arguments(names: tuple[str, ...], values: dict) -> tuple:
-    """The fingerprint of a call's arguments from its frame's locals at entry."""
-    return tuple(argument(n, values.get(n)) for n in names)
+def arguments(names: tuple[str, ...], values: dict) -> Any:
+    """The fingerprint of a call's arguments from its frame's locals at entry, or the
+    :class:`Unfingerprinted` reason of the first argument that has none."""
+    out = []
+    for n in names:
+        fp = argument(n, values.get(n))
+        if type(fp) is Unfingerprinted:
+            return fp
+        out.append(fp)
+    return tuple(out)
 
 
 OPAQUE_REASON = "result not comparable"
@@ -112,28 +121,32 @@ OPAQUE_REASON = "result not comparable"
 
 def result(v: Any, depth: int = DEPTH) -> Any:
     """The fingerprint of a returned value, by content (:class:`_Opaque` where it cannot be compared)."""
-    try:
-        return _value(v)
-    except KeyError:
-        pass
-    if isinstance(v, (*_IDENTITY, enum.Enum)):
+    fp = _value(v)
+    if fp is not _NO:
+        return fp
+    if isinstance(v, _IDENTITY):
         return ("id", id(v))
     t = type(v)
     if depth < 0:
         return _Opaque() if _array(t) else ("type", t)
-    if t in (list, tuple):
-        return (t, len(v), tuple(result(x, depth - 1) for x in v[:WIDTH]))
-    if t in (set, frozenset):
+    if t is list or t is tuple:
+        return (t, len(v), tuple([result(x, depth - 1) for x in v[:WIDTH]]))
+    if t is set or t is frozenset:
         if len(v) > WIDTH:
             return (t, len(v), _Opaque())
-        return (t, len(v), frozenset(result(x, depth - 1) for x in v))
+        return (t, len(v), frozenset([result(x, depth - 1) for x in v]))
     if t is dict:
         items = v.items() if len(v) <= WIDTH else list(v.items())[:WIDTH]
-        return (dict, len(v), tuple((_shallow(k), result(x, depth - 1)) for k, x in items))
+        return (dict, len(v), tuple([(_key(k), result(x, depth - 1)) for k, x in items]))
     attrs = getattr(v, "__dict__", None)
-    if type(attrs) is not dict or _array(t) or len(attrs) > 8 * WIDTH:
+    if type(attrs) is not dict or _array(t) or len(attrs) > ATTRIBUTES:
         return _Opaque()
-    return ("new", t, tuple((k, result(x, depth - 1)) for k, x in attrs.items()))
+    return ("new", t, tuple([(k, result(x, depth - 1)) for k, x in attrs.items()]))
+
+
+def _key(k: Any) -> Any:
+    fp = _value(k)
+    return ("id", id(k)) if fp is _NO else fp
 
 
 def comparable(fp: Any) -> bool:

@@ -46,6 +46,12 @@ from typing import Any
 from . import fingerprint as fp
 
 MAX_DISTINCT = 256  # argument fingerprints kept per call site; beyond, calls are counted apart
+_clock = time.perf_counter
+# builtins that never cost more than a few hundred nanoseconds: their calls are not timed as call sites
+_CHEAP = frozenset(
+    id(f)
+    for f in (len, isinstance, issubclass, getattr, hasattr, setattr, id, type, callable, min, max, abs, iter, next)
+)
 
 
 @dataclass
@@ -114,7 +120,10 @@ class Recorder:
     def __init__(self, defs: Defs) -> None:
         self.defs = defs
         self.record = Record()
-        self._codes: dict[CodeType, _Code | None] = {}
+        # by id(): a code object hashes its whole bytecode on every lookup. The
+        # code objects are kept alive (``_keep``), so an id is never reused.
+        self._codes: dict[int, _Code | None] = {}
+        self._keep: list[CodeType] = []
         self._real: dict[str, str | None] = {}
         self._local = threading.local()
         self._driver: Any = None
@@ -124,7 +133,7 @@ class Recorder:
     def code(self, code: CodeType) -> _Code | None:
         """The package function a code object is, or None (outside the package, or a lambda)."""
         try:
-            return self._codes[code]
+            return self._codes[id(code)]
         except KeyError:
             pass
         out = None
@@ -143,7 +152,8 @@ class Recorder:
                 q = best[1]
                 params = self.defs.params.get(q) if q in self.defs.watched else None
                 out = _Code(q, q in self.defs.steps, params)
-        self._codes[code] = out
+        self._codes[id(code)] = out
+        self._keep.append(code)
         return out
 
     def in_package(self, code: CodeType) -> bool:
@@ -161,42 +171,49 @@ class Recorder:
             s: list[_Frame] = []
             self._local.stack = s
             self._local.depth = 0  # step frames on the stack
+            self._local.active = {}  # qualname -> its frames on the stack (recursion)
             return s
 
     def push(self, key, info: _Code | None, site, callee_locals: Callable[[], dict] | None) -> None:
         stack = self._stack()
-        marker = info is not None and info.step
-        if marker:
-            if self._local.depth == 0:
-                self.record.steps += 1
-            self._local.depth += 1
-        step = self._local.depth > 0
+        local = self._local
+        fn = None
+        marker = outer = False
         args: Any = None
-        if info is not None and info.params is not None and callee_locals is not None:
-            try:
+        if info is not None:
+            fn = info.qualname
+            marker = info.step
+            if marker:
+                if local.depth == 0:
+                    self.record.steps += 1
+                local.depth += 1
+            active = local.active
+            n = active.get(fn, 0)
+            outer = n == 0
+            active[fn] = n + 1
+            # fingerprints only where they count: in a step (or in every call when no step is named)
+            if info.params is not None and callee_locals is not None and (local.depth or not self.defs.steps):
                 args = fp.arguments(info.params, callee_locals())
-            except fp.Unfingerprinted as e:
-                args = e
-        fn = info.qualname if info is not None else None
-        outer = fn is not None and not any(f.fn == fn for f in stack)
-        stack.append(_Frame(key, fn, site, time.perf_counter(), step, args, marker, outer))
+        stack.append(_Frame(key, fn, site, _clock(), local.depth > 0, args, marker, outer))
 
     def pop(self, key, value: Any = None, raised: bool = False) -> None:
         stack = self._stack()
         if not stack or stack[-1].key is not key:
             return
-        now = time.perf_counter()
+        elapsed = _clock()
         f = stack.pop()
-        elapsed = now - f.start
+        elapsed -= f.start
         if stack:
             stack[-1].child += elapsed
-        if f.marker:
-            self._local.depth -= 1
         rec = self.record
-        if f.fn is not None:
-            s = rec.functions.get(f.fn)
+        fn = f.fn
+        if fn is not None:
+            if f.marker:
+                self._local.depth -= 1
+            self._local.active[fn] -= 1
+            s = rec.functions.get(fn)
             if s is None:
-                s = rec.functions[f.fn] = [0, 0.0, 0.0, 0, 0.0, 0.0]
+                s = rec.functions[fn] = [0, 0.0, 0.0, 0, 0.0, 0.0]
             own = elapsed - f.child
             s[0] += 1
             s[2] += own
@@ -207,24 +224,24 @@ class Recorder:
                 s[5] += own
                 if f.outer:
                     s[4] += elapsed
-        if f.site is not None:
-            t = rec.sites.get(f.site)
+        site = f.site
+        if site is not None:
+            t = rec.sites.get(site)
             if t is None:
-                t = rec.sites[f.site] = [0, 0.0, 0, 0.0]
+                t = rec.sites[site] = [0, 0.0, 0, 0.0]
             t[0] += 1
             t[1] += elapsed
             if f.step:
                 t[2] += 1
                 t[3] += elapsed
-            # with step functions, only calls in a step count (start-up repeats are not per step)
-            if f.args is not None and (f.step or not self.defs.steps):
+            if f.args is not None:
                 self._repeat(f, value, raised, elapsed)
 
     def _repeat(self, f: _Frame, value: Any, raised: bool, elapsed: float) -> None:
         r = self.record.repeats.get(f.site)
         if r is None:
             r = self.record.repeats[f.site] = Repeats()
-        if isinstance(f.args, fp.Unfingerprinted):
+        if type(f.args) is fp.Unfingerprinted:
             reason = str(f.args)
         elif raised:
             reason = "raised an exception"
@@ -281,6 +298,23 @@ def _c_name(fn: Any) -> str:
     return f"{mod}.{name}" if mod else str(name)
 
 
+def _c_names() -> Callable[[Any], str]:
+    """:func:`_c_name`, remembered for callables that outlive their calls (functions of modules, classes)."""
+    memo: dict[int, str] = {}
+    module = type(sys)
+
+    def c_name(fn: Any) -> str:
+        name = memo.get(id(fn))
+        if name is None:
+            name = _c_name(fn)
+            owner = getattr(fn, "__self__", None)
+            if owner is None or type(owner) is module or isinstance(fn, type):
+                memo[id(fn)] = name  # the object lives as long as its module
+        return name
+
+    return c_name
+
+
 class _SetProfile:
     """The driver for Python 3.10 and 3.11.
 
@@ -307,6 +341,8 @@ class _SetProfile:
         stack_of = rec._stack
         push, pop = rec.push, rec.pop
         unseen = _UNSEEN
+        cheap = _CHEAP
+        c_name = _c_names()
 
         def event(frame, event: str, arg) -> None:
             if event == "c_return" or event == "c_exception":
@@ -314,21 +350,21 @@ class _SetProfile:
                 if stack and stack[-1].key is arg:
                     pop(arg)
             elif event == "c_call":
-                caller = codes.get(frame.f_code)
-                if caller is not None:
+                caller = codes.get(id(frame.f_code))
+                if caller is not None and id(arg) not in cheap:
                     stack_of()
-                    push(arg, None, (caller.qualname, frame.f_lineno, _c_name(arg)), None)
+                    push(arg, None, (caller.qualname, frame.f_lineno, c_name(arg)), None)
             elif event == "return":
                 stack = getattr(local, "stack", None)
                 if stack and stack[-1].key is frame:
                     pop(frame, arg)
             elif event == "call":
                 code = frame.f_code
-                info = codes.get(code, unseen)
+                info = codes.get(id(code), unseen)
                 if info is unseen:
                     info = rec.code(code)
                 back = frame.f_back
-                caller = codes.get(back.f_code) if back is not None else None
+                caller = codes.get(id(back.f_code)) if back is not None else None
                 if info is None:  # outside the package: timed only as a call site of the package
                     if caller is None or rec.in_package(code):
                         return
@@ -343,15 +379,18 @@ class _SetProfile:
 class _Monitoring:
     """The driver for Python 3.12 and later (PEP 669).
 
-    Calls made in code outside the package turn their ``CALL`` events off at
-    their first one (``DISABLE``), so C calls outside the package cost
-    nothing. Every Python function's start and return still reach a callback
-    (a function outside the package may be called from it later), which
-    returns at once unless the package called it."""
+    Code outside the package turns its events off at its first one
+    (``DISABLE``), so it runs at full speed, with one exception: a Python
+    function outside the package that the package's code calls (seen at the
+    ``CALL``) joins ``called``, and all events are turned on again
+    (``restart_events``) so that its start and return reach the callbacks
+    from then on. That happens once per such function, mostly at start-up."""
 
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
         self.tool: int | None = None
+        self.c_name = _c_names()
+        self.called: set[int] = set()  # ids of code objects outside the package it calls (kept in rec._keep)
 
     def _events(self) -> list[tuple[int, Callable]]:
         e = sys.monitoring.events  # type: ignore[attr-defined]
@@ -393,53 +432,57 @@ class _Monitoring:
         mon.free_tool_id(self.tool)
         self.tool = None
 
-    def start_event(self, code: CodeType, offset: int) -> None:
+    def start_event(self, code: CodeType, offset: int):
         rec = self.rec
-        info = rec._codes.get(code, _UNSEEN)
+        info = rec._codes.get(id(code), _UNSEEN)
         if info is _UNSEEN:
             info = rec.code(code)
-        local = rec._local
-        expected = getattr(local, "expect", None)
-        if info is None:
-            if expected is not None:
-                local.expect = None
-                if expected[0] is code:  # called by the package: time it as the call site
-                    rec.push(code, None, expected[1], None)
-            return
-        if expected is not None:
-            local.expect = None
         frame = sys._getframe(1)
         back = frame.f_back
-        caller = rec._codes.get(back.f_code) if back is not None else None
+        caller = rec._codes.get(id(back.f_code)) if back is not None else None
+        if info is None:
+            if id(code) not in self.called:
+                return sys.monitoring.DISABLE  # type: ignore[attr-defined]
+            if caller is not None and back is not None:  # called by the package: time it as the call site
+                rec.push(code, None, (caller.qualname, back.f_lineno, _external_name(code)), None)
+            return None
         site = (caller.qualname, back.f_lineno, info.qualname) if caller is not None and back is not None else None
         rec.push(code, info, site, (lambda: frame.f_locals) if info.params is not None else None)
+        return None
 
-    def return_event(self, code: CodeType, offset: int, value) -> None:
+    def return_event(self, code: CodeType, offset: int, value):
         stack = getattr(self.rec._local, "stack", None)
         if stack and stack[-1].key is code:
             self.rec.pop(code, value)
+            return None
+        if self.rec._codes.get(id(code)) is None and id(code) not in self.called:
+            return sys.monitoring.DISABLE  # type: ignore[attr-defined]
+        return None
 
     def unwind_event(self, code: CodeType, offset: int, exc) -> None:
+        # PY_UNWIND cannot be turned off; it is rare
         stack = getattr(self.rec._local, "stack", None)
         if stack and stack[-1].key is code:
             self.rec.pop(code, None, raised=True)
 
     def call_event(self, code: CodeType, offset: int, callable_, arg0):
         rec = self.rec
-        caller = rec._codes.get(code, _UNSEEN)
+        caller = rec._codes.get(id(code), _UNSEEN)
         if caller is _UNSEEN:
             caller = rec.code(code)
         if caller is None:
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]
         callee = getattr(callable_, "__code__", None)
         if type(callee) is CodeType:
-            if not rec.in_package(callee):  # its PY_START times it, as this site
-                line = sys._getframe(1).f_lineno or 0
-                rec._stack()
-                rec._local.expect = (callee, (caller.qualname, line, _external_name(callee)))
+            if id(callee) not in self.called and not rec.in_package(callee):
+                self.called.add(id(callee))
+                rec._keep.append(callee)
+                sys.monitoring.restart_events()  # type: ignore[attr-defined]
+            return None
+        if id(callable_) in _CHEAP:
             return None
         line = sys._getframe(1).f_lineno or 0
-        rec.push((code, offset), None, (caller.qualname, line, _c_name(callable_)), None)
+        rec.push((code, offset), None, (caller.qualname, line, self.c_name(callable_)), None)
         return None
 
     def c_return_event(self, code: CodeType, offset: int, callable_, arg0) -> None:
