@@ -220,12 +220,40 @@ def test_result_fingerprints():
     assert fp.result(Cfg(1)) != fp.result(Cfg(2))
     assert fp.result({i: str(i) for i in range(100)}) == fp.result({i: str(i) for i in range(100)})
     assert fp.result([1, 2]) != fp.result([1, 2, 3])
-    assert not fp.comparable(fp.result(FakeTensor()))
-    assert not fp.comparable(fp.result(object()))
-    assert fp.comparable(fp.result((1, Cfg(3))))
+    assert fp.result(FakeTensor()) is None  # not comparable
+    assert fp.result(object()) is None
+    assert fp.result([1, FakeTensor()]) is None
+    assert fp.result((1, Cfg(3))) is not None
 
 
 def test_ranking_prefers_the_measured_time():
     estimated = {"estimate": {"rank_seconds": 1e-3, "per_step_seconds": 1e-3}}
     measured = {"estimate": {"rank_seconds": 1e-3, "per_step_seconds": 1e-3}, "measured": {"per_step_seconds": 2e-6}}
     assert rank_of(measured) == 2e-6 < rank_of(estimated)
+
+
+def test_a_site_that_never_fingerprints_stops_trying(tmp_path):
+    """After SETTLED calls that all had a list argument, the site's later calls are counted, not fingerprinted."""
+    import importlib.util
+
+    from cachelint.profiling.recorder import SETTLED, Defs, Recorder
+
+    src = tmp_path / "pkgmod.py"
+    src.write_text("def h(xs):\n    return len(xs)\n\n\ndef run(n):\n    for i in range(n):\n        h([i])\n")
+    spec = importlib.util.spec_from_file_location("pkgmod", src)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    real = os.path.realpath(src)
+    defs = Defs({real: [(1, "h", "pkgmod.h"), (5, "run", "pkgmod.run")]}, watched=frozenset({"pkgmod.h"}))
+    defs.params["pkgmod.h"] = ("xs",)
+    rec = Recorder(defs)
+    rec.start()
+    try:
+        mod.run(SETTLED * 3)
+    finally:
+        rec.stop()
+    (r,) = rec.record.repeats.values()
+    assert r.unknown == {"argument `xs` is a list": SETTLED * 3}
+    assert rec._settled == {("pkgmod.run", 7, "pkgmod.h"): "argument `xs` is a list"}
+    assert rec.record.functions["pkgmod.h"][0] == SETTLED * 3

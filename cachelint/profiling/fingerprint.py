@@ -27,8 +27,8 @@ call that builds an equal new object each time (a processor built per step)
 returns the same result. Containers and objects are compared to
 :data:`DEPTH` levels; a longer container by its length and its first
 :data:`WIDTH` items, an object below the last level by its type. Arrays,
-tensors and objects without a ``__dict__`` are *opaque*: a call returning one
-is not counted as identical to another. The comparison of results is bounded,
+tensors and objects without a ``__dict__`` are not comparable: a call returning
+one is not counted as identical to another. The comparison of results is bounded,
 so two results equal by it may still differ further down: the report is
 evidence for ranking, never for a fix's safety.
 """
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import enum
 import types
+from itertools import islice
 from typing import Any
 
 DEPTH = 2  # levels of containers and attributes compared in a result
@@ -47,18 +48,6 @@ _VALUES = frozenset((type(None), bool, int, float, complex, str, bytes))
 _IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, types.ModuleType, enum.Enum)
 _NO = object()  # not an immutable builtin value
 _arrays: dict[type, bool] = {}
-
-
-class _Opaque:
-    """A result too large or too foreign to compare: equal to nothing, itself included."""
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    def __hash__(self) -> int:
-        return id(self)
 
 
 def _value(v: Any) -> Any:
@@ -119,8 +108,19 @@ def arguments(names: tuple[str, ...], values: dict) -> Any:
 OPAQUE_REASON = "result not comparable"
 
 
-def result(v: Any, depth: int = DEPTH) -> Any:
-    """The fingerprint of a returned value, by content (:class:`_Opaque` where it cannot be compared)."""
+class _NotComparable(Exception):
+    pass
+
+
+def result(v: Any) -> Any:
+    """The fingerprint of a returned value, by content, or None where it cannot be compared."""
+    try:
+        return _result(v, DEPTH)
+    except _NotComparable:
+        return None
+
+
+def _result(v: Any, depth: int) -> Any:
     fp = _value(v)
     if fp is not _NO:
         return fp
@@ -128,33 +128,23 @@ def result(v: Any, depth: int = DEPTH) -> Any:
         return ("id", id(v))
     t = type(v)
     if depth < 0:
-        return _Opaque() if _array(t) else ("type", t)
+        if _array(t):
+            raise _NotComparable
+        return ("type", t)
     if t is list or t is tuple:
-        return (t, len(v), tuple([result(x, depth - 1) for x in v[:WIDTH]]))
+        return (t, len(v), tuple([_result(x, depth - 1) for x in v[:WIDTH]]))
     if t is set or t is frozenset:
         if len(v) > WIDTH:
-            return (t, len(v), _Opaque())
-        return (t, len(v), frozenset([result(x, depth - 1) for x in v]))
+            raise _NotComparable
+        return (t, len(v), frozenset([_result(x, depth - 1) for x in v]))
     if t is dict:
-        items = v.items() if len(v) <= WIDTH else list(v.items())[:WIDTH]
-        return (dict, len(v), tuple([(_key(k), result(x, depth - 1)) for k, x in items]))
+        return (dict, len(v), tuple([(_key(k), _result(x, depth - 1)) for k, x in islice(v.items(), WIDTH)]))
     attrs = getattr(v, "__dict__", None)
     if type(attrs) is not dict or _array(t) or len(attrs) > ATTRIBUTES:
-        return _Opaque()
-    return ("new", t, tuple([(k, result(x, depth - 1)) for k, x in attrs.items()]))
+        raise _NotComparable
+    return ("new", t, tuple([(k, _result(x, depth - 1)) for k, x in attrs.items()]))
 
 
 def _key(k: Any) -> Any:
     fp = _value(k)
     return ("id", id(k)) if fp is _NO else fp
-
-
-def comparable(fp: Any) -> bool:
-    """Whether a result fingerprint can equal another (no opaque part)."""
-    if isinstance(fp, _Opaque):
-        return False
-    if type(fp) is tuple:
-        return all(comparable(x) for x in fp)
-    if type(fp) is frozenset:
-        return all(comparable(x) for x in fp)
-    return True

@@ -46,12 +46,17 @@ from typing import Any
 from . import fingerprint as fp
 
 MAX_DISTINCT = 256  # argument fingerprints kept per call site; beyond, calls are counted apart
+# a call site whose first calls all had no fingerprint for one reason is not fingerprinted
+# again: its later calls are counted under that reason (what bounds the overhead)
+SETTLED = 32
 _clock = time.perf_counter
 # builtins that never cost more than a few hundred nanoseconds: their calls are not timed as call sites
 _CHEAP = frozenset(
     id(f)
     for f in (len, isinstance, issubclass, getattr, hasattr, setattr, id, type, callable, min, max, abs, iter, next)
 )
+# nor are the methods of these builtin types (``list.append``, ``dict.get``, ``str.startswith``)
+_CHEAP_RECEIVERS = frozenset((list, dict, set, frozenset, tuple, str, bytes, int, float))
 
 
 @dataclass
@@ -99,19 +104,27 @@ class Record:
         self.fingerprinted = 0  # calls whose arguments and result were fingerprinted
 
 
-class _Frame:
-    __slots__ = ("args", "child", "fn", "key", "marker", "outer", "site", "start", "step")
+# A measured frame on a thread's stack is a list (cheaper to make than an object):
+KEY = 0  # the frame (setprofile), code object or (code, offset) (monitoring) that ends it
+FN = 1  # qualname of a package function, or None for a call out of the package
+SITE = 2  # (caller, line, callee) or None
+START = 3  # the clock at its start
+CHILD = 4  # the time of the measured frames it called
+STEP = 5  # inside a step
+ARGS = 6  # argument fingerprint, an Unfingerprinted reason, or None
+MARKER = 7  # a step function's own frame
+OUTER = 8  # the outermost frame of its function on the stack (recursion)
 
-    def __init__(self, key, fn, site, start, step, args, marker, outer) -> None:
-        self.key = key  # the frame (setprofile) or code object (monitoring) that ends it
-        self.fn = fn  # qualname of a package function, or None for a call out of the package
-        self.site = site  # (caller, line, callee) or None
-        self.start = start
-        self.child = 0.0
-        self.step = step  # inside a step
-        self.args = args  # argument fingerprint, an Unfingerprinted, or None
-        self.marker = marker  # a step function's own frame
-        self.outer = outer  # the outermost frame of its function on the stack (recursion)
+
+class _Thread:
+    """One thread's measuring state: its stack of measured frames."""
+
+    __slots__ = ("active", "depth", "stack")
+
+    def __init__(self) -> None:
+        self.stack: list[list] = []  # measured frames, see KEY ... OUTER
+        self.depth = 0  # step frames on the stack
+        self.active: dict[str, int] = {}  # qualname -> its frames on the stack (recursion)
 
 
 class Recorder:
@@ -127,6 +140,7 @@ class Recorder:
         self._real: dict[str, str | None] = {}
         self._local = threading.local()
         self._driver: Any = None
+        self._settled: dict[tuple, fp.Unfingerprinted] = {}  # see SETTLED
 
     # -- code objects -----------------------------------------------------
 
@@ -164,19 +178,15 @@ class Recorder:
 
     # -- the stack ----------------------------------------------------------
 
-    def _stack(self) -> list[_Frame]:
+    def thread(self) -> _Thread:
+        """This thread's stack (made on its first use)."""
         try:
-            return self._local.stack
+            return self._local.state
         except AttributeError:
-            s: list[_Frame] = []
-            self._local.stack = s
-            self._local.depth = 0  # step frames on the stack
-            self._local.active = {}  # qualname -> its frames on the stack (recursion)
-            return s
+            t = self._local.state = _Thread()
+            return t
 
-    def push(self, key, info: _Code | None, site, callee_locals: Callable[[], dict] | None) -> None:
-        stack = self._stack()
-        local = self._local
+    def push(self, t: _Thread, key, info: _Code | None, site, callee_locals: Callable[[], dict] | None) -> None:
         fn = None
         marker = outer = False
         args: Any = None
@@ -184,80 +194,82 @@ class Recorder:
             fn = info.qualname
             marker = info.step
             if marker:
-                if local.depth == 0:
+                if t.depth == 0:
                     self.record.steps += 1
-                local.depth += 1
-            active = local.active
+                t.depth += 1
+            active = t.active
             n = active.get(fn, 0)
             outer = n == 0
             active[fn] = n + 1
             # fingerprints only where they count: in a step (or in every call when no step is named)
-            if info.params is not None and callee_locals is not None and (local.depth or not self.defs.steps):
-                args = fp.arguments(info.params, callee_locals())
-        stack.append(_Frame(key, fn, site, _clock(), local.depth > 0, args, marker, outer))
+            if info.params is not None and callee_locals is not None and (t.depth or not self.defs.steps):
+                args = self._settled.get(site)
+                if args is None:
+                    args = fp.arguments(info.params, callee_locals())
+        t.stack.append([key, fn, site, _clock(), 0.0, t.depth > 0, args, marker, outer])
 
-    def pop(self, key, value: Any = None, raised: bool = False) -> None:
-        stack = self._stack()
-        if not stack or stack[-1].key is not key:
-            return
+    def pop(self, t: _Thread, value: Any = None, raised: bool = False) -> None:
+        """End the frame on top of ``t``'s stack (the caller checked that its key ended)."""
         elapsed = _clock()
+        stack = t.stack
         f = stack.pop()
-        elapsed -= f.start
+        elapsed -= f[START]
         if stack:
-            stack[-1].child += elapsed
+            stack[-1][CHILD] += elapsed
         rec = self.record
-        fn = f.fn
+        fn = f[FN]
+        step = f[STEP]
         if fn is not None:
-            if f.marker:
-                self._local.depth -= 1
-            self._local.active[fn] -= 1
+            if f[MARKER]:
+                t.depth -= 1
+            t.active[fn] -= 1
             s = rec.functions.get(fn)
             if s is None:
                 s = rec.functions[fn] = [0, 0.0, 0.0, 0, 0.0, 0.0]
-            own = elapsed - f.child
+            own = elapsed - f[CHILD]
             s[0] += 1
             s[2] += own
-            if f.outer:
+            if f[OUTER]:
                 s[1] += elapsed
-            if f.step:
+            if step:
                 s[3] += 1
                 s[5] += own
-                if f.outer:
+                if f[OUTER]:
                     s[4] += elapsed
-        site = f.site
+        site = f[SITE]
         if site is not None:
-            t = rec.sites.get(site)
-            if t is None:
-                t = rec.sites[site] = [0, 0.0, 0, 0.0]
-            t[0] += 1
-            t[1] += elapsed
-            if f.step:
-                t[2] += 1
-                t[3] += elapsed
-            if f.args is not None:
-                self._repeat(f, value, raised, elapsed)
+            c = rec.sites.get(site)
+            if c is None:
+                c = rec.sites[site] = [0, 0.0, 0, 0.0]
+            c[0] += 1
+            c[1] += elapsed
+            if step:
+                c[2] += 1
+                c[3] += elapsed
+            if f[ARGS] is not None:
+                self._repeat(site, f[ARGS], value, raised, elapsed)
 
-    def _repeat(self, f: _Frame, value: Any, raised: bool, elapsed: float) -> None:
-        r = self.record.repeats.get(f.site)
+    def _repeat(self, site: tuple, args: Any, value: Any, raised: bool, elapsed: float) -> None:
+        r = self.record.repeats.get(site)
         if r is None:
-            r = self.record.repeats[f.site] = Repeats()
-        if type(f.args) is fp.Unfingerprinted:
-            reason = str(f.args)
+            r = self.record.repeats[site] = Repeats()
+        if type(args) is fp.Unfingerprinted:
+            reason = str(args)
         elif raised:
             reason = "raised an exception"
         elif value is None:  # a procedure: calling it again may be the point (it changes state)
             reason = "returned None"
         else:
             res = fp.result(value)
-            if not fp.comparable(res):
+            if res is None:
                 reason = fp.OPAQUE_REASON
             else:
-                by_result = r.by_args.get(f.args)
+                by_result = r.by_args.get(args)
                 if by_result is None:
                     if len(r.by_args) >= MAX_DISTINCT:
                         r.overflow += 1
                         return
-                    by_result = r.by_args[f.args] = {}
+                    by_result = r.by_args[args] = {}
                 slot = by_result.get(res)
                 if slot is None:
                     slot = by_result[res] = [0, 0.0]
@@ -265,7 +277,10 @@ class Recorder:
                 slot[1] += elapsed
                 self.record.fingerprinted += 1
                 return
-        r.unknown[reason] = r.unknown.get(reason, 0) + 1
+        n = r.unknown[reason] = r.unknown.get(reason, 0) + 1
+        if n >= SETTLED and not r.by_args and len(r.unknown) == 1:
+            # every call so far failed the same way: the rest are counted without fingerprints
+            self._settled[site] = fp.Unfingerprinted(reason)
 
     # -- running ------------------------------------------------------------
 
@@ -298,6 +313,19 @@ def _c_name(fn: Any) -> str:
     return f"{mod}.{name}" if mod else str(name)
 
 
+def _external_names() -> Callable[[CodeType], str]:
+    """:func:`_external_name`, remembered per code object (kept alive by the memo)."""
+    memo: dict[int, tuple[CodeType, str]] = {}
+
+    def ext_name(code: CodeType) -> str:
+        hit = memo.get(id(code))
+        if hit is None:
+            hit = memo[id(code)] = (code, _external_name(code))
+        return hit[1]
+
+    return ext_name
+
+
 def _c_names() -> Callable[[Any], str]:
     """:func:`_c_name`, remembered for callables that outlive their calls (functions of modules, classes)."""
     memo: dict[int, str] = {}
@@ -318,46 +346,54 @@ def _c_names() -> Callable[[Any], str]:
 class _SetProfile:
     """The driver for Python 3.10 and 3.11.
 
-    Every event of the process reaches :meth:`event` (a closure over local
-    names: the most frequent events, C calls and returns outside the
-    package, cost one dictionary lookup or one comparison)."""
+    Every event of the process reaches a closure made for its thread, over
+    local names and that thread's own stack: the most frequent events, C
+    calls and returns outside the package, cost a comparison or a
+    dictionary lookup. A thread started while measuring gets its own closure
+    at its first event."""
 
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
-        self.event = self._make()
 
     def start(self) -> None:
-        threading.setprofile(self.event)
-        sys.setprofile(self.event)
+        def first_event(frame, event: str, arg) -> None:
+            handler = self._make(self.rec.thread())
+            sys.setprofile(handler)
+            handler(frame, event, arg)
+
+        threading.setprofile(first_event)
+        sys.setprofile(self._make(self.rec.thread()))
 
     def stop(self) -> None:
         sys.setprofile(None)
         threading.setprofile(None)
 
-    def _make(self) -> Callable:
+    def _make(self, t: _Thread) -> Callable:
         rec = self.rec
         codes = rec._codes
-        local = rec._local
-        stack_of = rec._stack
+        stack = t.stack
         push, pop = rec.push, rec.pop
         unseen = _UNSEEN
         cheap = _CHEAP
+        cheap_receivers = _CHEAP_RECEIVERS
         c_name = _c_names()
+        ext_name = _external_names()
 
         def event(frame, event: str, arg) -> None:
             if event == "c_return" or event == "c_exception":
-                stack = getattr(local, "stack", None)
-                if stack and stack[-1].key is arg:
-                    pop(arg)
+                if stack and stack[-1][KEY] is arg:
+                    pop(t)
             elif event == "c_call":
                 caller = codes.get(id(frame.f_code))
-                if caller is not None and id(arg) not in cheap:
-                    stack_of()
-                    push(arg, None, (caller.qualname, frame.f_lineno, c_name(arg)), None)
+                if (
+                    caller is not None
+                    and id(arg) not in cheap
+                    and type(getattr(arg, "__self__", None)) not in cheap_receivers
+                ):
+                    push(t, arg, None, (caller.qualname, frame.f_lineno, c_name(arg)), None)
             elif event == "return":
-                stack = getattr(local, "stack", None)
-                if stack and stack[-1].key is frame:
-                    pop(frame, arg)
+                if stack and stack[-1][KEY] is frame:
+                    pop(t, arg)
             elif event == "call":
                 code = frame.f_code
                 info = codes.get(id(code), unseen)
@@ -368,10 +404,10 @@ class _SetProfile:
                 if info is None:  # outside the package: timed only as a call site of the package
                     if caller is None or rec.in_package(code):
                         return
-                    push(frame, None, (caller.qualname, back.f_lineno, _external_name(code)), None)
+                    push(t, frame, None, (caller.qualname, back.f_lineno, ext_name(code)), None)
                     return
                 site = (caller.qualname, back.f_lineno, info.qualname) if caller is not None else None
-                push(frame, info, site, (lambda: frame.f_locals) if info.params is not None else None)
+                push(t, frame, info, site, (lambda: frame.f_locals) if info.params is not None else None)
 
         return event
 
@@ -390,6 +426,7 @@ class _Monitoring:
         self.rec = rec
         self.tool: int | None = None
         self.c_name = _c_names()
+        self.ext_name = _external_names()
         self.called: set[int] = set()  # ids of code objects outside the package it calls (kept in rec._keep)
 
     def _events(self) -> list[tuple[int, Callable]]:
@@ -444,16 +481,16 @@ class _Monitoring:
             if id(code) not in self.called:
                 return sys.monitoring.DISABLE  # type: ignore[attr-defined]
             if caller is not None and back is not None:  # called by the package: time it as the call site
-                rec.push(code, None, (caller.qualname, back.f_lineno, _external_name(code)), None)
+                rec.push(rec.thread(), code, None, (caller.qualname, back.f_lineno, self.ext_name(code)), None)
             return None
         site = (caller.qualname, back.f_lineno, info.qualname) if caller is not None and back is not None else None
-        rec.push(code, info, site, (lambda: frame.f_locals) if info.params is not None else None)
+        rec.push(rec.thread(), code, info, site, (lambda: frame.f_locals) if info.params is not None else None)
         return None
 
     def return_event(self, code: CodeType, offset: int, value):
-        stack = getattr(self.rec._local, "stack", None)
-        if stack and stack[-1].key is code:
-            self.rec.pop(code, value)
+        t = self.rec.thread()
+        if t.stack and t.stack[-1][KEY] is code:
+            self.rec.pop(t, value)
             return None
         if self.rec._codes.get(id(code)) is None and id(code) not in self.called:
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]
@@ -461,9 +498,9 @@ class _Monitoring:
 
     def unwind_event(self, code: CodeType, offset: int, exc) -> None:
         # PY_UNWIND cannot be turned off; it is rare
-        stack = getattr(self.rec._local, "stack", None)
-        if stack and stack[-1].key is code:
-            self.rec.pop(code, None, raised=True)
+        t = self.rec.thread()
+        if t.stack and t.stack[-1][KEY] is code:
+            self.rec.pop(t, None, raised=True)
 
     def call_event(self, code: CodeType, offset: int, callable_, arg0):
         rec = self.rec
@@ -479,13 +516,13 @@ class _Monitoring:
                 rec._keep.append(callee)
                 sys.monitoring.restart_events()  # type: ignore[attr-defined]
             return None
-        if id(callable_) in _CHEAP:
+        if id(callable_) in _CHEAP or type(getattr(callable_, "__self__", None)) in _CHEAP_RECEIVERS:
             return None
         line = sys._getframe(1).f_lineno or 0
-        rec.push((code, offset), None, (caller.qualname, line, self.c_name(callable_)), None)
+        rec.push(rec.thread(), (code, offset), None, (caller.qualname, line, self.c_name(callable_)), None)
         return None
 
     def c_return_event(self, code: CodeType, offset: int, callable_, arg0) -> None:
-        stack = getattr(self.rec._local, "stack", None)
-        if stack and stack[-1].key == (code, offset):
-            self.rec.pop(stack[-1].key)
+        t = self.rec.thread()
+        if t.stack and t.stack[-1][KEY] == (code, offset):
+            self.rec.pop(t)
