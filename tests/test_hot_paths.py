@@ -168,3 +168,43 @@ def test_a_decorator_root_is_configurable_and_a_root_is_a_pattern_or_a_decorator
     )
     proc = run_cli("check", ".", cwd=tmp_path)
     assert proc.returncode == 2 and "not both" in proc.stderr
+
+
+STATE_MACHINE = '''
+class Runner:
+    def __init__(self):
+        self.state = None
+        self._table = None
+
+    def execute(self):
+        # a state machine, not a memo: sample() empties the slot again on every step
+        if self.state is not None:
+            raise RuntimeError("sample() must run after execute()")
+        batch = self.prepare()
+        self.state = batch
+        if self._table is None:  # a memo: nothing empties it, so build() runs once
+            self._table = self.build()
+
+    def sample(self):
+        state = self.state
+        self.state = None
+        return state
+
+    def prepare(self):
+        return [1, 2]
+
+    def build(self):
+        return {}
+'''
+
+
+def test_a_slot_emptied_again_elsewhere_is_not_filled_once(tmp_path):
+    """The code under `if self.state is not None: raise` runs on every step when another
+    method sets `self.state = None` again; a memo that nothing empties still runs once."""
+    (tmp_path / "eng").mkdir()
+    (tmp_path / "eng" / "__init__.py").write_text("")
+    (tmp_path / "eng" / "runner.py").write_text(STATE_MACHINE)
+    cfg = Config(hot_roots=(HotRoot("*.Runner.execute", "per-step"),), preset="none")
+    report = hot_paths_report([str(tmp_path / "eng")], cfg)
+    assert report.why("eng.runner.Runner.prepare") is not None
+    assert report.why("eng.runner.Runner.build") is None

@@ -41,6 +41,8 @@ CL002 findings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..config import DEFAULT_CACHE_DECORATORS
 from ..globs import GlobSet
 from ..index.expr import dotted
@@ -143,11 +145,17 @@ def never_runs(c: CallSite) -> bool:
     return False
 
 
-def fills_once(f: FunctionInfo, c: CallSite) -> bool:
-    """Whether ``c`` runs only while a slot ``f`` fills is empty."""
+def fills_once(f: FunctionInfo, c: CallSite, emptied: Callable[[str], bool] | None = None) -> bool:
+    """Whether ``c`` runs only while a slot ``f`` fills is empty.
+
+    ``emptied(attr)`` (:meth:`Program.emptied <cachelint.semantic.program.Program.emptied>`)
+    says whether some other method empties an attribute again: such a slot
+    is not filled once (the code under the guard runs after every emptying)."""
     if not c.guard or not f.assigns:
         return False
     filled, stores = _slots(f)
+    if emptied is not None and filled:
+        filled = {d for d in filled if not emptied(d.rpartition(".")[2])}
     if not filled and not stores:
         return False
     facts: list = []
