@@ -170,7 +170,7 @@ def test_a_decorator_root_is_configurable_and_a_root_is_a_pattern_or_a_decorator
     assert proc.returncode == 2 and "not both" in proc.stderr
 
 
-STATE_MACHINE = '''
+STATE_MACHINE = """
 class Runner:
     def __init__(self):
         self.state = None
@@ -195,7 +195,7 @@ class Runner:
 
     def build(self):
         return {}
-'''
+"""
 
 
 def test_a_slot_emptied_again_elsewhere_is_not_filled_once(tmp_path):
