@@ -218,22 +218,32 @@ class CandidateRoot:
 def candidate_roots(analysis: Analysis, profile: Profile, limit: int = 10) -> list[CandidateRoot]:
     """Functions measured as running on every step that no hot root reaches, most time first.
 
-    Only the outermost of them: a candidate's callees are left out when the
-    candidate itself would make them hot (the static call graph permitting)."""
+    Only the outermost of them: a function that a listed candidate calls
+    (directly or not, as measured) would be hot with it, so it is left out."""
     if not profile.steps:
         return []
     p = analysis.program
     hot = analysis.hot
+    callees: dict[str, set[str]] = {}
+    for site in profile.sites:
+        if site.step_calls:
+            callees.setdefault(site.caller, set()).add(site.callee)
+    covered: set[str] = set()
     out = []
     for ft in sorted(profile.functions, key=lambda x: -x.step_total):
-        if ft.step_calls / profile.steps < EVERY_STEP or hot.is_hot(ft.qualname):
+        q = ft.qualname
+        if ft.step_calls / profile.steps < EVERY_STEP or hot.is_hot(q) or q in covered:
             continue
-        fn = p.functions.get(ft.qualname)
+        fn = p.functions.get(q)
         out.append(
-            CandidateRoot(
-                ft.qualname, fn.path if fn else None, ft.step_calls / profile.steps, profile.per_step(ft.step_total)
-            )
+            CandidateRoot(q, fn.path if fn else None, ft.step_calls / profile.steps, profile.per_step(ft.step_total))
         )
         if len(out) >= limit:
             break
+        todo = [q]
+        while todo:  # what it calls, as measured, is covered by it
+            for c in callees.get(todo.pop(), ()):
+                if c not in covered:
+                    covered.add(c)
+                    todo.append(c)
     return out
