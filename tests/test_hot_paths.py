@@ -182,8 +182,11 @@ class Runner:
             raise RuntimeError("sample() must run after execute()")
         batch = self.prepare()
         self.state = batch
-        if self._table is None:  # a memo: nothing empties it, so build() runs once
+        if self._table is None:  # a memo: build() runs once, though shutdown() empties it
             self._table = self.build()
+
+    def shutdown(self):
+        self._table = None
 
     def sample(self):
         state = self.state
@@ -198,9 +201,9 @@ class Runner:
 """
 
 
-def test_a_slot_emptied_again_elsewhere_is_not_filled_once(tmp_path):
-    """The code under `if self.state is not None: raise` runs on every step when another
-    method sets `self.state = None` again; a memo that nothing empties still runs once."""
+def test_a_precondition_on_a_slot_is_not_a_fill_once_guard(tmp_path):
+    """The code after `if self.state is not None: raise` runs on every call that succeeds
+    (sample() empties the slot in between); a memo's `if self._table is None:` still runs once."""
     (tmp_path / "eng").mkdir()
     (tmp_path / "eng" / "__init__.py").write_text("")
     (tmp_path / "eng" / "runner.py").write_text(STATE_MACHINE)

@@ -218,7 +218,7 @@ class CostModel(PurityQuestions):
         p = self.program
         result = None
         for c in fn.calls:
-            if c.in_handler or fills_once(fn, c, self.program.emptied):
+            if c.in_handler or fills_once(fn, c):
                 continue
             callee = p.call_callee(fn, c)
             names = p.callee_names(callee, dotted(c.func))
@@ -303,7 +303,7 @@ class CostModel(PurityQuestions):
         loop = float(cost_table()["loop"]["iterations"])
         total = call + baseline("attribute") * len(fn.assigns)
         for c in fn.calls:
-            if c.in_handler or fills_once(fn, c, self.program.emptied):
+            if c.in_handler or fills_once(fn, c):
                 continue
             t = self._call_seconds(fn, c, depth)
             if c.guard:

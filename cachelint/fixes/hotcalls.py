@@ -104,7 +104,7 @@ def call_sites(p, costs: CostModel, f, covered: set, low_ok: bool) -> list[Site]
         return sites
     ctx = p.context(f)
     for c in f.calls:
-        if not runs_each_time(f, c, covered, p.emptied):
+        if not runs_each_time(f, c, covered):
             continue
         callee = p.call_callee(f, c)
         names = p.callee_names(callee, dotted(c.func))
@@ -121,14 +121,9 @@ def call_sites(p, costs: CostModel, f, covered: set, low_ok: bool) -> list[Site]
     return sites
 
 
-def runs_each_time(f, c, covered: set, emptied=None) -> bool:
+def runs_each_time(f, c, covered: set) -> bool:
     """A site CL002 may report: not CL001's (an attribute already caches it),
     not in an ``except`` handler (the error path, not the hot one), and not
     under a fill-once guard (``if self._x is None: self._x = call()`` runs once),
     and not under ``if TYPE_CHECKING:`` (never runs)."""
-    return (
-        (f.path, c.line, c.column) not in covered
-        and not c.in_handler
-        and not never_runs(c)
-        and not fills_once(f, c, emptied)
-    )
+    return (f.path, c.line, c.column) not in covered and not c.in_handler and not never_runs(c) and not fills_once(f, c)

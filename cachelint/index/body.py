@@ -262,6 +262,7 @@ class FunctionBodyIndexer:
         # converted once the body is walked (see iterated)
         self._iterates: list[tuple[str, Any]] = []
         self.return_kinds: list[str] = []  # see FunctionInfo.return_kinds
+        self.refusals: list = []  # see FunctionInfo.refusals
 
     def _iteration(self, target, iterable) -> None:
         """Record the names ``for target in iterable`` binds to elements: a
@@ -412,6 +413,8 @@ class FunctionBodyIndexer:
         if t is ast.If:
             self.expr(stmt.test, guard, in_loop, stmt.lineno)
             test = conv(stmt.test)
+            if not stmt.orelse and type(stmt.body[-1]) is ast.Raise:
+                self.refusals.append(test)
             base = len(guard)
             paths = []
             g_body = self.block(stmt.body, guard + ((test, True),), in_loop)

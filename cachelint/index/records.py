@@ -104,6 +104,10 @@ class FunctionInfo:
     # concatenation (``"concat"``), a call (``"call"``: the analysis resolves
     # it), or ``"?"``
     return_kinds: tuple = ()
+    # the tests of ``if test: raise ...`` statements (no ``else``): the code
+    # after one runs only when its test is false, and the function fails
+    # otherwise; such a test is a precondition, never a memo's "empty" check
+    refusals: tuple = ()
 
     @property
     def self_name(self) -> str | None:

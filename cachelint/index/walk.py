@@ -290,6 +290,7 @@ class _Indexer:
         f.global_names = tuple(body.global_names)
         f.iterated = body.iterated()
         f.return_kinds = tuple(body.return_kinds)
+        f.refusals = tuple(body.refusals)
         return f
 
 

@@ -1120,5 +1120,5 @@ class Runner:
         p = analysis.program
         wanted = reported_properties(p, costs, low_ok)
         reads = hot_property_reads(p, analysis.hot, wanted)
-        reads = [(f, c) for f, c in reads if runs_each_time(f, c, covered, p.emptied)]
+        reads = [(f, c) for f, c in reads if runs_each_time(f, c, covered)]
         return [Site(f, c, cost, callee, (callee, ())) for f, c, callee, cost in property_read_sites(p, reads, wanted)]

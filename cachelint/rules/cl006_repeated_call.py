@@ -979,9 +979,7 @@ class _Function:
             calls = [
                 c
                 for c in calls
-                if not fills_once(f, c, self.p.emptied)
-                and not fills_local_once(c)
-                and not planner._value_discarded(f, c)
+                if not fills_once(f, c) and not fills_local_once(c) and not planner._value_discarded(f, c)
             ]
             if calls:
                 out[key] = calls

@@ -98,7 +98,7 @@ def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
         return out
     n = len(f.calls)
     for i, call in enumerate(f.calls + f.implicit_calls):
-        if call.in_handler or (call.guard and (never_runs(call) or (i < n and fills_once(f, call, program.emptied)))):
+        if call.in_handler or (call.guard and (never_runs(call) or (i < n and fills_once(f, call)))):
             continue  # an error path; `if TYPE_CHECKING:`; or lazy init / memo dict: once per slot
         direct = program.call_targets(f, call)
         for target in _through_lambdas(program, direct, 0):

@@ -41,8 +41,6 @@ CL002 findings.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..config import DEFAULT_CACHE_DECORATORS
 from ..globs import GlobSet
 from ..index.expr import dotted
@@ -145,21 +143,23 @@ def never_runs(c: CallSite) -> bool:
     return False
 
 
-def fills_once(f: FunctionInfo, c: CallSite, emptied: Callable[[str], bool] | None = None) -> bool:
+def fills_once(f: FunctionInfo, c: CallSite) -> bool:
     """Whether ``c`` runs only while a slot ``f`` fills is empty.
 
-    ``emptied(attr)`` (:meth:`Program.emptied <cachelint.semantic.program.Program.emptied>`)
-    says whether some other method empties an attribute again: such a slot
-    is not filled once (the code under the guard runs after every emptying)."""
+    A precondition is not such a test: after ``if self.state is not None:
+    raise ...`` (``FunctionInfo.refusals``) the code runs on every call that
+    succeeds, and another method empties the slot again between them (a
+    state machine, as a model runner's execute/sample pair), where a memo's
+    ``if self._x is not None: return self._x`` leaves it filled."""
     if not c.guard or not f.assigns:
         return False
     filled, stores = _slots(f)
-    if emptied is not None and filled:
-        filled = {d for d in filled if not emptied(d.rpartition(".")[2])}
     if not filled and not stores:
         return False
     facts: list = []
     for cond, positive in c.guard:
+        if not positive and cond in f.refusals:
+            continue  # `if self.state is not None: raise`: a precondition, not a memo's check
         _empty_tests(cond, positive, facts)
     for fact in facts:
         if fact[0] == "any":

@@ -135,7 +135,6 @@ class Program(Hierarchy, Types, Elements, Containers, Calls):
                 self.imported_modules.add(fi.imports[local])
         self._add_namespace_aliases(indexes)
         self._contexts: dict = {}
-        self._emptied: set[str] | None = None  # see emptied()
         self._mro: dict = {}
         self._writers: dict | None = None
         self._self_attr_memo: dict = {}
@@ -203,23 +202,6 @@ class Program(Hierarchy, Types, Elements, Containers, Calls):
         """Whether a memoizing decorator wraps ``f``: its body runs once per
         arguments, not per call (see :mod:`cachelint.semantic.idioms`)."""
         return is_cached_function(f, self.cache_decorators)
-
-    def emptied(self, attr: str) -> bool:
-        """Whether some method other than ``__init__`` empties attribute ``attr``
-        (assigns it ``None`` or deletes it): a slot that is emptied again is
-        not filled once, whatever a guard on it says (a state machine's
-        ``if self.state is not None: raise``; see :func:`~.idioms.fills_once`)."""
-        if self._emptied is None:
-            out: set[str] = set()
-            for f in self.functions.values():
-                if f.name == "__init__":
-                    continue
-                for a in f.assigns:
-                    t = a.target
-                    if t[0] == "attr" and (a.kind == "del" or a.value == ("const", None)):
-                        out.add(t[2])
-            self._emptied = out
-        return attr in self._emptied
 
     # ----- names -------------------------------------------------------------
     def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext:
