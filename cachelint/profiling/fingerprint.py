@@ -71,17 +71,24 @@ def _array(t: type) -> bool:
     return hit
 
 
+def _known(v: Any) -> Any:
+    """The fingerprint of an immutable builtin value (by value) or of a function,
+    class, module or enum member (by identity); ``_NO`` for anything else."""
+    fp = _value(v)
+    if fp is _NO and isinstance(v, _IDENTITY):
+        return ("id", id(v))
+    return fp
+
+
 class Unfingerprinted(str):
     """Why an argument has no fingerprint (``argument `x` is a list``): a value, never raised."""
 
 
 def argument(name: str, v: Any) -> Any:
     """The fingerprint of one argument, or an :class:`Unfingerprinted` reason."""
-    fp = _value(v)
+    fp = _known(v)
     if fp is not _NO:
         return fp
-    if isinstance(v, _IDENTITY):
-        return ("id", id(v))
     t = type(v)
     attrs = getattr(v, "__dict__", None)
     if type(attrs) is not dict or t in (list, dict, set, bytearray) or _array(t):
@@ -121,11 +128,9 @@ def result(v: Any) -> Any:
 
 
 def _result(v: Any, depth: int) -> Any:
-    fp = _value(v)
+    fp = _known(v)
     if fp is not _NO:
         return fp
-    if isinstance(v, _IDENTITY):
-        return ("id", id(v))
     t = type(v)
     if depth < 0:
         if _array(t):
