@@ -259,3 +259,23 @@ def test_a_site_that_never_fingerprints_stops_trying(tmp_path):
     assert r.unknown == {"argument `xs` is a list": SETTLED * 3}
     assert rec._settled == {("pkgmod.run", 7, "pkgmod.h"): "argument `xs` is a list"}
     assert rec.record.functions["pkgmod.h"][0] == SETTLED * 3
+
+
+def test_a_thread_that_outlives_the_workload(project):
+    """A daemon thread still stepping when the workload ends: the profile is written all the same."""
+    (project / "threaded.py").write_text(
+        "import threading\n"
+        "from enginelet.engine import Engine\n"
+        "def spin():\n"
+        "    e = Engine(vocab_size=50)\n"
+        "    while True:\n"
+        "        e.step()\n"
+        "threading.Thread(target=spin, daemon=True).start()\n"
+        "e = Engine(vocab_size=50)\n"
+        "for _ in range(200):\n"
+        "    e.step()\n"
+    )
+    r = cachelint("profile", "enginelet", "-q", "-o", "t.json", "--", "threaded.py", cwd=project)
+    assert r.returncode == 0, r.stderr
+    profile = Profile.read(project / "t.json")
+    assert profile.steps >= 200  # the main thread's steps, and some of the other's

@@ -354,6 +354,7 @@ class _SetProfile:
 
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
+        self.running = [True]  # read by every thread's closure: a thread that outlives stop() unhooks itself
 
     def start(self) -> None:
         def first_event(frame, event: str, arg) -> None:
@@ -365,6 +366,7 @@ class _SetProfile:
         sys.setprofile(self._make(self.rec.thread()))
 
     def stop(self) -> None:
+        self.running[0] = False
         sys.setprofile(None)
         threading.setprofile(None)
 
@@ -378,6 +380,7 @@ class _SetProfile:
         cheap_receivers = _CHEAP_RECEIVERS
         c_name = _c_names()
         ext_name = _external_names()
+        running = self.running
 
         def event(frame, event: str, arg) -> None:
             if event == "c_return" or event == "c_exception":
@@ -395,6 +398,9 @@ class _SetProfile:
                 if stack and stack[-1][KEY] is frame:
                     pop(t, arg)
             elif event == "call":
+                if not running[0]:  # measuring stopped: this thread outlived it (3.11 cannot unhook it from outside)
+                    sys.setprofile(None)
+                    return
                 code = frame.f_code
                 info = codes.get(id(code), unseen)
                 if info is unseen:

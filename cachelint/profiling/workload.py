@@ -75,6 +75,8 @@ def run(workload: Workload, defs: Defs) -> tuple[int, Recorder, float]:
 def to_profile(workload: Workload, rec: Recorder, wall: float, code: int, step_functions: list[str]) -> Profile:
     """The profile file's records from what ``rec`` measured."""
     r: Record = rec.record
+    # sorted() and list() copy each table at once: a thread of the workload that outlived it may
+    # still end a measured call (see _SetProfile.stop)
     functions = [
         FunctionTime(q, s[0], _sig(s[1]), _sig(s[2]), s[3], _sig(s[4]), _sig(s[5]))
         for q, s in sorted(r.functions.items(), key=lambda kv: -kv[1][1])
@@ -84,14 +86,15 @@ def to_profile(workload: Workload, rec: Recorder, wall: float, code: int, step_f
         for k, s in sorted(r.sites.items(), key=lambda kv: -kv[1][1])
     ]
     repeats = []
-    for k, rep in r.repeats.items():
-        calls = sum(slot[0] for by in rep.by_args.values() for slot in by.values())
-        distinct = sum(len(by) for by in rep.by_args.values())
-        varied = sum(1 for by in rep.by_args.values() if len(by) > 1)
+    for k, rep in list(r.repeats.items()):
+        groups = [list(by.values()) for by in list(rep.by_args.values())]
+        calls = sum(slot[0] for by in groups for slot in by)
+        distinct = sum(len(by) for by in groups)
+        varied = sum(1 for by in groups if len(by) > 1)
         repeated = calls - distinct
         seconds = 0.0
-        for by in rep.by_args.values():
-            for n, t in by.values():
+        for by in groups:
+            for n, t in by:
                 if n > 1:
                     seconds += t * (n - 1) / n  # all but the first call of each
         unknown = dict(rep.unknown)
