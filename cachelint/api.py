@@ -56,6 +56,8 @@ class Result:
     # step that no hot root reaches (see cachelint.profiling.evidence)
     missed_repeats: list[MissedRepeat] = field(default_factory=list)
     candidate_roots: list[CandidateRoot] = field(default_factory=list)
+    # modules changed since the profile was taken: their measurements were left out
+    profile_stale: list[str] = field(default_factory=list)
     # the configuration with its presets merged, resolved on first use (a
     # cache hit needs no presets: parsing them is a tenth of a warm run)
     _config: Config | None = field(default=None, repr=False)
@@ -160,12 +162,9 @@ def check(
         # fixing needs the analysis: the lock records what each rewrite relies on,
         # and the fixer checks each file against the digest it was analysed at
         need_analysis = fix
-        measure = None
+        stale: list[str] = []
         if profile is not None:
-            from .profiling.evidence import attach
-
             cache_dir = None  # the findings then depend on the profile too
-            measure = partial(attach, profile=profile)
 
         if progress is not None:
             progress.stage("Indexing", len(files))
@@ -189,6 +188,12 @@ def check(
             if progress is not None:
                 progress.stage("Analysing")
             analysis = make_analysis(indexes)
+            measure = None
+            if profile is not None:
+                from .profiling.evidence import attach, current
+
+                profile, stale = current(profile, analysis)
+                measure = partial(attach, profile=profile)
             raw, flags = run_rules(analysis, rules, measure)
             findings, how, cov = [f for f, s in zip(raw, flags) if not s], "off", summarise(analysis)
         findings = _reported(findings, report_only)
@@ -206,6 +211,7 @@ def check(
 
             result.missed_repeats = unreported_repeats(analysis, profile, findings)
             result.candidate_roots = candidate_roots(analysis, profile)
+            result.profile_stale = stale
         if unsafe_fixes is None:
             unsafe_fixes = config.unsafe_fixes  # presets never set it
         if fix and analysis is not None:
@@ -252,7 +258,7 @@ def profile(
     ``fingerprints``). The analysis is dropped before the workload starts.
     ``started(functions, watched)`` is called just before it does.
     Raises ``FileNotFoundError`` for a missing script or path."""
-    from .profiling.evidence import defs_for, step_functions
+    from .profiling.evidence import defs_for, source_digests, step_functions
     from .profiling.workload import run, to_profile
 
     try:
@@ -260,6 +266,7 @@ def profile(
         analysis, _files = analyse(paths, config, jobs, progress)
         step_set = step_functions(analysis, steps)
         defs = defs_for(analysis, step_set, fingerprints)
+        sources = source_digests(analysis)
         del analysis, _files
     finally:
         gc.unfreeze()
@@ -269,7 +276,7 @@ def profile(
     if started is not None:
         started(sum(len(v) for v in defs.files.values()), len(defs.watched))
     code, rec, wall = run(workload, defs)
-    return to_profile(workload, rec, wall, code, sorted(step_set))
+    return to_profile(workload, rec, wall, code, sorted(step_set), sources)
 
 
 def _reported(findings: list[Finding], report_only: list[str] | None) -> list[Finding]:

@@ -545,6 +545,14 @@ def _check(args) -> int:
     out = sys.stdout
     for err in result.errors:
         print(f"cachelint: warning: {err}", file=sys.stderr)
+    if result.profile_stale:
+        n = len(result.profile_stale)
+        shown = ", ".join(result.profile_stale[:3]) + (f" and {n - 3} more" if n > 3 else "")
+        print(
+            f"cachelint: warning: {n} module{'s' if n != 1 else ''} changed since the profile was taken "
+            f"({shown}); {'their' if n != 1 else 'its'} measurements are left out",
+            file=sys.stderr,
+        )
     # nothing analysed as hot: CL002 checked nothing. A warning and no "All checks
     # passed!"; the status still follows the findings (CL001, CL003 and CL004 ran,
     # and ruff too warns and exits 0 when it had nothing to check), unless

@@ -279,3 +279,17 @@ def test_a_thread_that_outlives_the_workload(project):
     assert r.returncode == 0, r.stderr
     profile = Profile.read(project / "t.json")
     assert profile.steps >= 200  # the main thread's steps, and some of the other's
+
+
+def test_a_module_changed_since_the_profile_is_left_out(project, profiled, tmp_path):
+    """Its lines may have moved: check --profile warns and attaches nothing measured there."""
+    copy = tmp_path / "changed"
+    shutil.copytree(project, copy)
+    engine = copy / "enginelet" / "engine.py"
+    engine.write_text("# a line that moves every other one down\n" + engine.read_text())
+    r = cachelint("check", "enginelet", "--profile", "prof.json", "--output-format", "json", cwd=copy)
+    (f,) = json.loads(r.stdout)
+    assert f["line"] == 26 and "measured" not in f["data"]
+    assert "1 module changed since the profile was taken (enginelet.engine); its measurements are left out" in r.stderr
+    same = cachelint("check", "enginelet", "--profile", "prof.json", "--output-format", "json", cwd=project)
+    assert "changed since the profile" not in same.stderr

@@ -68,6 +68,35 @@ def defs_for(analysis: Analysis, steps: set[str], fingerprints: bool = True) -> 
     return Defs(files, frozenset(steps), frozenset(watched), params)
 
 
+def source_digests(analysis: Analysis) -> tuple[dict[str, str], dict[str, str]]:
+    """(qualname -> module, module -> digest of its source): what a profile
+    records so that a check can tell whether its lines still match."""
+    p = analysis.program
+    return {q: fn.module for q, fn in p.functions.items()}, {m: fi.digest for m, fi in p.modules.items()}
+
+
+def current(profile: Profile, analysis: Analysis) -> tuple[Profile, list[str]]:
+    """``profile`` without the measurements of modules whose source changed
+    since it was taken (or that are not analysed now), and those modules."""
+    p = analysis.program
+    stale = sorted(m for m, d in profile.sources.items() if (fi := p.modules.get(m)) is None or fi.digest != d)
+    if not stale:
+        return profile, []
+    gone = set(stale)
+
+    def fresh(qualname: str) -> bool:
+        fn = p.functions.get(qualname)
+        return fn is not None and fn.module not in gone
+
+    kept = replace(
+        profile,
+        functions=[f for f in profile.functions if fresh(f.qualname)],
+        sites=[s for s in profile.sites if fresh(s.caller)],
+        repeats=[r for r in profile.repeats if fresh(r.caller)],
+    )
+    return kept, stale
+
+
 # ----- findings ---------------------------------------------------------------------------------
 
 

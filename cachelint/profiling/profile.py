@@ -3,7 +3,9 @@
 Functions and call sites are named by the qualified names cachelint's own
 index gives them (``vllm.v1.core.sched.scheduler.Scheduler.schedule``), so a
 profile of an installed package and a check of a copy of its source line up
-wherever the source is the same. Times are seconds. ``step_*`` figures count
+wherever the source is the same; ``sources`` holds each measured module's
+source digest, and ``check --profile`` leaves out the measurements of a
+module whose source changed since (their lines may have moved). Times are seconds. ``step_*`` figures count
 only what ran inside a step (see :mod:`.recorder`); ``steps`` is how many
 steps there were (0 when no step function was named or matched).
 """
@@ -77,6 +79,8 @@ class Profile:
     sites: list = field(default_factory=list)  # [SiteTime]
     repeats: list = field(default_factory=list)  # [Repeat]
     exit_code: int = 0
+    # module -> digest of its source as profiled (what check --profile compares)
+    sources: dict = field(default_factory=dict)
     schema: int = SCHEMA
 
     def per_step(self, seconds: float) -> float:

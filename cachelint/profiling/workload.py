@@ -72,8 +72,17 @@ def run(workload: Workload, defs: Defs) -> tuple[int, Recorder, float]:
     return code, rec, wall
 
 
-def to_profile(workload: Workload, rec: Recorder, wall: float, code: int, step_functions: list[str]) -> Profile:
-    """The profile file's records from what ``rec`` measured."""
+def to_profile(
+    workload: Workload,
+    rec: Recorder,
+    wall: float,
+    code: int,
+    step_functions: list[str],
+    sources: tuple[dict[str, str], dict[str, str]] = ({}, {}),
+) -> Profile:
+    """The profile file's records from what ``rec`` measured. ``sources``:
+    (qualname -> module, module -> source digest), from
+    :func:`~.evidence.source_digests`, for the digests of the modules measured."""
     r: Record = rec.record
     # sorted() and list() copy each table at once: a thread of the workload that outlived it may
     # still end a measured call (see _SetProfile.stop)
@@ -102,6 +111,9 @@ def to_profile(workload: Workload, rec: Recorder, wall: float, code: int, step_f
             unknown["more distinct arguments than recorded"] = rep.overflow
         repeats.append(Repeat(k[0], k[1], k[2], calls, distinct, repeated, _sig(seconds), varied, unknown))
     repeats.sort(key=lambda x: (-x.repeated_seconds, -x.repeated, x.caller, x.line))
+    module_of, digests = sources
+    measured = {module_of.get(f.qualname) for f in functions} | {module_of.get(s.caller) for s in sites}
+    source = {m: digests[m] for m in sorted(x for x in measured if x) if m in digests}
     return Profile(
         workload=workload.argv,
         python=sys.version.split()[0],
@@ -115,6 +127,7 @@ def to_profile(workload: Workload, rec: Recorder, wall: float, code: int, step_f
         sites=sites,
         repeats=repeats,
         exit_code=code,
+        sources=source,
     )
 
 
