@@ -10,11 +10,10 @@ out.
 
 Two drivers, one record:
 
-* Python 3.12 and later: :mod:`sys.monitoring`. Call sites outside the
-  package turn their ``CALL`` events off at their first one (``DISABLE``),
-  so C calls made outside the package cost nothing; a Python function's
-  start and return reach a callback that returns at once unless the package
-  called it.
+* Python 3.12 and later: :mod:`sys.monitoring`. Code outside the package
+  turns its events off at its first one (``DISABLE``) and runs at full
+  speed, except the library functions the package calls, which are turned
+  on again (see :class:`_Monitoring`).
 * Python 3.10 and 3.11: :func:`sys.setprofile` (and
   :func:`threading.setprofile` for threads started meanwhile). Every call in
   the process, C calls included, reaches the callback, which returns at once
@@ -201,8 +200,14 @@ class Recorder:
             n = active.get(fn, 0)
             outer = n == 0
             active[fn] = n + 1
-            # fingerprints only where they count: in a step (or in every call when no step is named)
-            if info.params is not None and callee_locals is not None and (t.depth or not self.defs.steps):
+            # fingerprints only where they count: at a call site of the package, in a step
+            # (or in every call when no step is named)
+            if (
+                info.params is not None
+                and callee_locals is not None
+                and site is not None
+                and (t.depth or not self.defs.steps)
+            ):
                 args = self._settled.get(site)
                 if args is None:
                     args = fp.arguments(info.params, callee_locals())
