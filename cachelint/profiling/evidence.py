@@ -2,7 +2,8 @@
 
 * :func:`defs_for`: from an analysis, where the package's functions are,
   which ones are a step, and which ones get their calls fingerprinted
-  (the hot functions and the functions the cost model finds expensive);
+  (the hot functions and the functions the cost model finds expensive that
+  return a value and write no attribute or item);
 * :func:`attach`: each finding whose sites the profile covers gets its
   measured time per step (``data["measured"]``), which ranking and
   ``--min-cost`` then read before the estimate;
@@ -22,6 +23,7 @@ import os
 from dataclasses import dataclass, replace
 
 from ..facts.analysis import Analysis
+from ..facts.purity import StateKind
 from ..facts.timing import format_seconds
 from ..globs import GlobSet
 from ..index.expr import dotted
@@ -63,9 +65,17 @@ def defs_for(analysis: Analysis, steps: set[str], fingerprints: bool = True) -> 
                 continue
             if (analysis.hot.is_hot(q) or cost.expensive([q], fn) is not None) and not cost.trivial(fn):
                 watched.add(q)
+        # nor one that writes an attribute or an item, itself or through what it
+        # calls (a queue drained, a counter moved on): calling it again is not
+        # the same call, though it may return an equal value
+        watched = {q for q in watched if not _writes(cost.purity([q], p.functions[q]))}
         for q in watched:
             params[q] = tuple(x.name for x in p.functions[q].params)
     return Defs(files, frozenset(steps), frozenset(watched), params)
+
+
+def _writes(purity) -> bool:
+    return not purity.pure and purity.state is not None and purity.state.kind is StateKind.WRITE
 
 
 def source_digests(analysis: Analysis) -> tuple[dict[str, str], dict[str, str]]:
