@@ -3,7 +3,7 @@
 * :func:`defs_for`: from an analysis, where the package's functions are,
   which ones are a step, and which ones get their calls fingerprinted
   (the hot functions and the functions the cost model finds expensive that
-  return a value and write no attribute or item);
+  return a value and change no object they are given: :func:`changes_state`);
 * :func:`attach`: each finding whose sites the profile covers gets its
   measured time per step (``data["measured"]``), which ranking and
   ``--min-cost`` then read before the estimate;
@@ -23,12 +23,14 @@ import os
 from dataclasses import dataclass, replace
 
 from ..facts.analysis import Analysis
-from ..facts.purity import StateKind
+from ..facts.state import is_mutator
 from ..facts.timing import format_seconds
 from ..globs import GlobSet
 from ..index.expr import dotted
+from ..index.records import FunctionInfo
 from ..model import Finding
 from ..semantic.callgraph import call_site
+from ..semantic.program import Program
 from .profile import Profile, Repeat, SiteTime
 from .recorder import Defs
 
@@ -65,17 +67,48 @@ def defs_for(analysis: Analysis, steps: set[str], fingerprints: bool = True) -> 
                 continue
             if (analysis.hot.is_hot(q) or cost.expensive([q], fn) is not None) and not cost.trivial(fn):
                 watched.add(q)
-        # nor one that writes an attribute or an item, itself or through what it
-        # calls (a queue drained, a counter moved on): calling it again is not
-        # the same call, though it may return an equal value
-        watched = {q for q in watched if not _writes(cost.purity([q], p.functions[q]))}
+        # nor one that changes an object it is given (``self`` included), itself or
+        # through what it calls (a queue drained, a counter moved on): calling it
+        # again is not the same call, though it may return an equal value
+        memo: dict[str, bool] = {}
+        watched = {q for q in watched if not changes_state(p, p.functions[q], memo)}
         for q in watched:
             params[q] = tuple(x.name for x in p.functions[q].params)
     return Defs(files, frozenset(steps), frozenset(watched), params)
 
 
-def _writes(purity) -> bool:
-    return not purity.pure and purity.state is not None and purity.state.kind is StateKind.WRITE
+def changes_state(p: Program, fn: FunctionInfo, memo: dict[str, bool], depth: int = 0) -> bool:
+    """Whether ``fn`` changes an object it was given or reads through ``self``
+    or a parameter: assigns one's attribute or item, or calls a mutating
+    method of a container held there (``self.items.clear()``), itself or in
+    the functions of the tree it calls (down to three calls deep). A new
+    object's ``__init__`` changes no existing object and is not followed."""
+    hit = memo.get(fn.qualname)
+    if hit is not None:
+        return hit
+    memo[fn.qualname] = False  # recursion: what the rest of the body says
+    given = {x.name for x in fn.params}
+    out = False
+    for a in fn.assigns:
+        t = a.target
+        if t[0] in ("attr", "sub") and (dotted(t if t[0] == "attr" else t[1]) or "").split(".")[0] in given:
+            out = True
+            break
+    if not out:
+        for c in fn.calls:
+            f = c.func
+            if f[0] == "attr" and is_mutator(f[2]) and (dotted(f[1]) or "").split(".")[0] in given:
+                out = True
+                break
+            if depth < 3:
+                for g in p.call_targets(fn, c):
+                    if g.name != "__init__" and changes_state(p, g, memo, depth + 1):
+                        out = True
+                        break
+                if out:
+                    break
+    memo[fn.qualname] = out
+    return out
 
 
 def source_digests(analysis: Analysis) -> tuple[dict[str, str], dict[str, str]]:
