@@ -181,7 +181,13 @@ def _parser() -> argparse.ArgumentParser:
         help="qualified-name glob of the function one call of which is a step (repeatable; "
         "default: the per-step hot roots of the configuration)",
     )
-    pr.add_argument("--output", "-o", default="cachelint-profile.json", help="the profile file to write")
+    pr.add_argument(
+        "--output",
+        "-o",
+        default="cachelint-profile.json",
+        metavar="FILE",
+        help="the profile file to write (default: cachelint-profile.json)",
+    )
     pr.add_argument(
         "--no-fingerprints",
         dest="fingerprints",
