@@ -675,3 +675,42 @@ def test_a_union_annotated_receiver_reaches_each_members_method():
     assert "m.Plain.decode" in g["m.either"]
     # a receiver declared as the base alone is unchanged: its implementation is chosen by configuration
     assert g["m.declared"] == ["m.Base.decode"]
+
+
+def test_elements_of_an_attribute_of_an_object_a_factory_returns():
+    """`for m in self.coordinator.managers` where `coordinator` comes from a factory that returns one of
+    two subclasses (no one type: the classes come from its annotated return)."""
+    src = """
+    class Manager:
+        def take(self):
+            return []
+
+    def make_manager(i) -> Manager:
+        return Manager()
+
+    class Coordinator:
+        def __init__(self, n):
+            self.managers = tuple(make_manager(i) for i in range(n))
+
+    class PlainCoordinator(Coordinator):
+        pass
+
+    class CachingCoordinator(Coordinator):
+        pass
+
+    def make_coordinator(n, caching) -> Coordinator:
+        if not caching:
+            return PlainCoordinator(n)
+        return CachingCoordinator(n)
+
+    class Cache:
+        def __init__(self, n):
+            self.coordinator = make_coordinator(n, n > 1)
+
+        def drain(self):
+            out = []
+            for m in self.coordinator.managers:
+                out.extend(m.take())
+            return out
+    """
+    assert "m.Manager.take" in _graph(src)["m.Cache.drain"]

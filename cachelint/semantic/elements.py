@@ -410,15 +410,21 @@ class Elements:
                     mf = self.module_function(mod)
                     return _union(self.expr_classes(x, self.context(mf), depth + 1) for x in g[1]) if mf else ()
             return ()
-        owner = self.type_of(v[:-1])
-        if owner is None or owner not in self.classes:
+        if depth > _MAX_DEPTH:
             return ()
+        # the owner's one type, else the classes it may have (a factory's annotated
+        # return: `self.coordinator = get_coordinator(...)`), as _value_classes does
+        owner = self.type_of(v[:-1])
+        owners = (owner,) if owner is not None else self._value_classes(v[:-1], depth + 1)
         out: list[Classes] = []
-        for ann, module, a, ctx in self._attr_sources(owner, v[-1]):
-            if ann is not None:
-                out.append(self.annotation_elements(ann, module, 0, items))
-            elif a is not None and ctx is not None:
-                out.append(self._assigned_elements(a, ctx, depth + 1, items))
+        for o in owners:
+            if o not in self.classes:
+                continue
+            for ann, module, a, ctx in self._attr_sources(o, v[-1]):
+                if ann is not None:
+                    out.append(self.annotation_elements(ann, module, 0, items))
+                elif a is not None and ctx is not None:
+                    out.append(self._assigned_elements(a, ctx, depth + 1, items))
         return _union(out)
 
     def _attr_sources(self, owner: str, attr: str) -> list:
