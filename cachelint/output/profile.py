@@ -5,13 +5,9 @@ from __future__ import annotations
 from ..facts.timing import format_seconds
 from ..profiling.evidence import CandidateRoot, MissedRepeat
 from ..profiling.profile import Profile
+from .report import short_name
 
 TOP = 10
-
-
-def _short(qn: str) -> str:
-    parts = qn.replace(".<locals>", "").split(".")
-    return ".".join(parts[-2:]) if len(parts) >= 2 else qn
 
 
 def summary_text(profile: Profile, path: str) -> str:
@@ -19,7 +15,7 @@ def summary_text(profile: Profile, path: str) -> str:
     per = "step" if profile.steps else "run"
     lines = []
     if profile.steps:
-        shown = ", ".join(_short(q) for q in profile.step_functions[:3])
+        shown = ", ".join(short_name(q) for q in profile.step_functions[:3])
         more = f" and {len(profile.step_functions) - 3} more" if len(profile.step_functions) > 3 else ""
         lines.append(f"{profile.steps} steps (calls of {shown}{more})")
     else:

@@ -84,7 +84,8 @@ def to_json(findings: list[Finding]) -> str:
     return json.dumps([finding_to_dict(f) for f in findings], indent=2, sort_keys=False) + "\n"
 
 
-def _short(qn: str) -> str:
+def short_name(qn: str) -> str:
+    """``Class.method`` of a qualified name (``<locals>`` left out), as the text output shows it."""
     parts = qn.replace(".<locals>", "").split(".")
     return ".".join(parts[-2:]) if len(parts) >= 2 else qn
 
@@ -105,7 +106,7 @@ def to_text(
             lines.extend(code_frame(f, sources.get(f.path)))
         if show_chain and f.hot_path:
             kind = f.data.get("hot_kind") or "hot"
-            lines.append(f"  = hot path ({kind}): " + " -> ".join(_short(x) for x in f.hot_path))
+            lines.append(f"  = hot path ({kind}): " + " -> ".join(short_name(x) for x in f.hot_path))
         if show_chain and f.data and f.data.get("estimate"):
             lines.append(f"  = estimate: {f.data['estimate']['text']}")
         if f.data and f.data.get("measured"):

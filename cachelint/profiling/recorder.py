@@ -100,7 +100,6 @@ class Record:
         self.sites: dict[tuple[str, int, str], list] = {}
         self.repeats: dict[tuple[str, int, str], Repeats] = {}
         self.steps = 0
-        self.fingerprinted = 0  # calls whose arguments and result were fingerprinted
 
 
 # A measured frame on a thread's stack is a list (cheaper to make than an object):
@@ -280,7 +279,6 @@ class Recorder:
                     slot = by_result[res] = [0, 0.0]
                 slot[0] += 1
                 slot[1] += elapsed
-                self.record.fingerprinted += 1
                 return
         n = r.unknown[reason] = r.unknown.get(reason, 0) + 1
         if n >= SETTLED and not r.by_args and len(r.unknown) == 1:
@@ -485,12 +483,12 @@ class _Monitoring:
         info = rec._codes.get(id(code), _UNSEEN)
         if info is _UNSEEN:
             info = rec.code(code)
+        if info is None and id(code) not in self.called:
+            return sys.monitoring.DISABLE  # type: ignore[attr-defined]
         frame = sys._getframe(1)
         back = frame.f_back
         caller = rec._codes.get(id(back.f_code)) if back is not None else None
         if info is None:
-            if id(code) not in self.called:
-                return sys.monitoring.DISABLE  # type: ignore[attr-defined]
             if caller is not None and back is not None:  # called by the package: time it as the call site
                 rec.push(rec.thread(), code, None, (caller.qualname, back.f_lineno, self.ext_name(code)), None)
             return None
