@@ -250,6 +250,30 @@ class ExpensiveCallOnHotPath(Rule):
     needs_hot_paths = True
 
     VALID = [
+        # a method of a dataclass built on each step: its `self` is new each time, so
+        # its inputs are not the same on every run (nothing to hoist into a constructor)
+        Example(
+            """
+import inspect
+from dataclasses import dataclass
+
+@dataclass
+class Batch:
+    fn: object
+
+    def params(self):
+        return inspect.signature(self.fn).parameters
+
+class Runner:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def execute_model(self, batch):
+        return Batch(batch).params()
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # a looping helper whose result changes with the same inputs (it pops a
         # queue) is no repeated work
         Example(

@@ -7,6 +7,7 @@ from ...facts.catalog import PURE_BUILTINS
 from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
 from ...semantic.callgraph import HotPaths
+from ...semantic.idioms import fills_once, never_runs
 from ...semantic.program import FunctionContext, Program
 from ...semantic.values import GlobalRoot
 from .site import _DEL_BEFORE, _MUTATION_AFTER, CALLERS_FOLLOWED, _argument_for
@@ -22,6 +23,7 @@ class InputAnalysis:
         self._param_memo: dict = {}
         self._in_place_memo: dict = {}  # (class, attribute) -> why it changes in place, or None
         self._constants: dict = {}  # path -> call text -> module constant name
+        self._short: dict[str, str] | None = None  # see short_lived
 
     # ----- source text ------------------------------------------------------------
     def lines(self, path: str) -> list[str]:
@@ -164,7 +166,54 @@ class InputAnalysis:
                 if self.hot.is_hot(c.methods["__init__"]):
                     return f"a new `{ci.name}` is constructed on a hot path"
                 break
+        short = self.short_lived()
+        for k in (ci.qualname, *self.p.subclasses(ci.qualname)):
+            why = short.get(k)
+            if why is not None:
+                return why
         return None
+
+    def short_lived(self) -> dict[str, str]:
+        """Classes whose objects live for one run of hot code, each with why:
+        built by a call in a hot function (a dataclass or a class whose
+        constructor the call graph does not enter counts too), or handed to
+        a hot root as an argument (a request a web framework builds from
+        each message). A method's ``self`` is then a new object on each run."""
+        if self._short is not None:
+            return self._short
+        p = self.p
+        out: dict[str, str] = {}
+        for qn in self.hot.chains:
+            f = p.functions.get(qn)
+            if f is None:
+                continue
+            for c in f.calls:
+                last = c.func[-1] if c.func[0] in ("name", "attr") else None
+                if not isinstance(last, str) or not (last[:1].isupper() or last == "cls") or c.in_handler:
+                    continue
+                if never_runs(c) or fills_once(f, c):
+                    continue
+                callee = p.call_callee(f, c) or ()
+                if len(callee) != 1:
+                    continue
+                root = callee[0]
+                made = root.qualname if isinstance(root, GlobalRoot) else p.cls_param_class(root)
+                if made in p.classes and made not in out:
+                    name = made.rpartition(".")[2]
+                    out[made] = f"a new `{name}` is constructed on each run of hot code (in `{f.qualname}`)"
+        for qn in self.hot.roots:
+            f = p.functions.get(qn)
+            if f is None:
+                continue
+            for prm in f.params:
+                if prm.annotation is None or prm.name == f.self_name:
+                    continue
+                cls = p.resolve_annotation(prm.annotation, f.module)
+                if cls in p.classes and cls not in out:
+                    name = cls.rpartition(".")[2]
+                    out[cls] = f"a `{name}` is passed new to the hot root `{f.name}` on each call"
+        self._short = out
+        return out
 
     def _chain_varies(self, cls: str, chain: tuple) -> str | None:
         p = self.p
@@ -246,6 +295,8 @@ class InputAnalysis:
                 return None
             if a.kind not in ("assign", "annassign", "walrus") or a.in_loop:
                 return f"`{n}` changes on each iteration" if a.in_loop else f"`{n}` is bound by `{a.kind}`"
+            if _new_container(a.value) and _changed_local(f, n):
+                return f"`{n}` is a new container that the function then fills or hands on"
             return self.varies(f, a.value, depth + 1)
         if ctx.parent is not None:
             c = ctx.parent
@@ -298,3 +349,30 @@ class InputAnalysis:
     def compiled(self) -> dict:
         """Functions compiled by torch.compile, with the compiled root reaching them."""
         return self.a.compiled
+
+
+# methods of a list, dict or set that read it and change nothing
+_READERS = frozenset(
+    ["get", "keys", "values", "items", "copy", "count", "index", "issubset", "issuperset", "isdisjoint"]
+)
+_CONTAINER_BUILTINS = frozenset(["list", "dict", "set", "bytearray"])
+
+
+def _new_container(e) -> bool:
+    """``e`` makes a new mutable container: ``[]``, ``{}``, ``list(...)``, ``set()``."""
+    if e[0] in ("list", "dict"):
+        return True
+    return e[0] == "call" and e[1][0] == "name" and e[1][1] in _CONTAINER_BUILTINS
+
+
+def _changed_local(f: FunctionInfo, n: str) -> bool:
+    """Local ``n`` of ``f`` may be changed in place after it is bound: a
+    method other than a reader is called on it, it is handed to a call, or
+    an item of it is assigned or deleted."""
+    local = ("name", n)
+    for c in f.calls:
+        if c.func[0] == "attr" and c.func[1] == local and c.func[2] not in _READERS:
+            return True
+        if local in c.args or any(v == local for _k, v in c.kwargs):
+            return True
+    return any(a.target[0] == "sub" and a.target[1] == local for a in f.assigns)
