@@ -121,7 +121,9 @@ def main() -> None:
     modes = [m for m in opts.modes.split(",") if m]
     todo = inputs(only)
     if opts.command == "record":
-        record = {n: {m: summary(n, m, run(REPO, n, d, a, p, m)) for m in modes} for n, d, a, p in todo}
+        # with --only, the other inputs keep what was recorded for them
+        record = json.loads(RECORD.read_text()) if only and RECORD.is_file() else {}
+        record.update({n: {m: summary(n, m, run(REPO, n, d, a, p, m)) for m in modes} for n, d, a, p in todo})
         RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         print(f"wrote {RECORD.relative_to(REPO)}: {len(record)} inputs")
         return

@@ -128,6 +128,11 @@ class Estimator:
         t = baseline("dict-lookup")
         return self._in(f, t, f"a dict subscript: {format_seconds(t)}, calibrated", repeats, False)
 
+    def work(self, f: FunctionInfo, seconds: float, basis: str, calls: float = 1.0, loop: bool = False) -> Estimate:
+        """The estimate for work of ``seconds`` in one run of ``f`` that is no
+        single call (a comprehension rebuilt), made ``calls`` times per run."""
+        return self._in(f, seconds, basis, calls, loop)
+
     def _in(self, f: FunctionInfo, seconds: float, basis: str, calls: float, loop: bool) -> Estimate:
         """An estimate for work in ``f``: how often ``f`` runs per step, and whether it is traced."""
         kind = self.hot.kind(f.qualname) or "once"

@@ -11,6 +11,7 @@ from .cl004_unsafe_reader import UnsafeReader
 from .cl005_unused_noqa import UnusedNoqa
 from .cl006_repeated_call import RepeatedCall
 from .cl007_built_to_measure import BuiltToMeasure
+from .cl008_rebuilt_each_run import RebuiltEachRun
 
 ALL_RULES: tuple[type[Rule], ...] = (
     ParseError,
@@ -21,6 +22,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnusedNoqa,
     RepeatedCall,
     BuiltToMeasure,
+    RebuiltEachRun,
 )
 BY_CODE = {r.code: r for r in ALL_RULES}
 UnusedNoqa.known_codes = frozenset(BY_CODE)

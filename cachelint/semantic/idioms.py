@@ -191,9 +191,9 @@ def _on_slot(f: FunctionInfo, fact: tuple, filled: set, stores: set) -> bool:
         return True
     if e[0] == "name":
         # a local read from a memo dict or a slot the function fills:
-        # `x = D.get(k)`, `x = getattr(self, "_x", None)`
+        # `x = D.get(k)`, `x = getattr(self, "_x", None)`, `x = self._x`
         values = [a.value for a in f.assigns if a.target == e]
-        if any(_memo_read(v, filled, stores) for v in values):
+        if any(_memo_read(v, filled, stores) or dotted(v) in filled for v in values):
             return True
     return False
 

@@ -10,7 +10,7 @@ from ...semantic.callgraph import HotPaths
 from ...semantic.idioms import fills_once, never_runs
 from ...semantic.program import FunctionContext, Program
 from ...semantic.values import GlobalRoot
-from .site import _DEL_BEFORE, _MUTATION_AFTER, CALLERS_FOLLOWED, _argument_for
+from .site import _DEL_BEFORE, _MUTATION_AFTER, CALLERS_FOLLOWED, argument_for
 
 
 class InputAnalysis:
@@ -166,6 +166,11 @@ class InputAnalysis:
                 if self.hot.is_hot(c.methods["__init__"]):
                     return f"a new `{ci.name}` is constructed on a hot path"
                 break
+        family = {ci.qualname, *self.p.mro(ci.qualname), *self.p.subclasses(ci.qualname)}
+        for step in self.hot.chain(f.qualname) or ():
+            owner, _, name = step.rpartition(".")
+            if name in ("__init__", "__post_init__", "__new__") and owner in family:
+                return f"`{f.name}` runs while a `{owner.rpartition('.')[2]}` is constructed (via `{step}`)"
         short = self.short_lived()
         for k in (ci.qualname, *self.p.subclasses(ci.qualname)):
             why = short.get(k)
@@ -334,7 +339,7 @@ class InputAnalysis:
             result = None
             params = list(f.params)
             for g, c in callers:
-                arg = _argument_for(f, params, c, n)
+                arg = argument_for(f, params, c, n)
                 if arg is None:
                     result = f"a call of `{f.name}` (in `{g.qualname}`) passes `{n}` in a way cachelint does not follow"
                     break

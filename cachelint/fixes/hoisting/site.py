@@ -171,7 +171,7 @@ def _class_level(p: Program, cls: str, attr: str) -> bool:
     return False
 
 
-def _argument_for(f: FunctionInfo, params: list, c: CallSite, n: str):
+def argument_for(f: FunctionInfo, params: list, c: CallSite, n: str):
     """The expression a call passes for parameter ``n`` of ``f`` (its default if omitted)."""
     for kw, v in c.kwargs:
         if kw == n:
