@@ -688,7 +688,46 @@ def report(results: list[Call], env: dict[str, str], command: str, args: argpars
         for call in results:
             print(f"{call.kind:18} {call.role:8} {human(call.median):>10}  {one_line(call.expr)}")
     if args.toml:
-        Path(args.toml).write_text(toml_text(results, env, command))
+        text = toml_text(results, env, command)
+        path = Path(args.toml)
+        if args.kinds and path.is_file():
+            # only some kinds measured: the file keeps its baseline and the other kinds
+            text = merge_toml(path.read_text(), text, set(args.kinds.split(",")), command)
+        path.write_text(text)
+
+
+def _sections(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """A calibration TOML as its leading lines and its ``[section]`` blocks, in order."""
+    head: list[str] = []
+    blocks: dict[str, list[str]] = {}
+    current: list[str] = head
+    for line in text.splitlines():
+        if line.startswith("[") and line.rstrip().endswith("]"):
+            current = blocks.setdefault(line.strip()[1:-1], [])
+        current.append(line)
+    return head, blocks
+
+
+def merge_toml(old: str, new: str, kinds: set[str], command: str) -> str:
+    """``old`` with the ``[kinds.K]`` tables of ``new`` for the measured ``kinds``
+    (replaced or added); its baseline, source and other kinds stay, and its
+    header notes the command that measured them."""
+    head, blocks = _sections(old)
+    _, fresh = _sections(new)
+    for kind in sorted(kinds):
+        key = f"kinds.{kind}"
+        if key in fresh:
+            blocks[key] = fresh[key]
+    note = f"# and, for kinds {', '.join(sorted(kinds))}: {command}"
+    lines = [x for x in head if x != note]
+    at = next((i for i, x in enumerate(lines) if x.startswith("# [baseline]")), len(lines))
+    lines.insert(at, note)
+    body = []
+    for block in blocks.values():
+        while block and not block[-1].strip():
+            block = block[:-1]
+        body.append("\n".join(block))
+    return "\n".join(lines).rstrip("\n") + "\n\n" + "\n\n".join(body) + "\n"
 
 
 if __name__ == "__main__":
