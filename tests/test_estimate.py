@@ -110,6 +110,114 @@ def test_a_function_also_reached_eagerly_is_not_traced(tmp_path):
     assert device["traced"] is False and device["frequency"] == "per-layer"
 
 
+def test_a_hot_root_only_a_compiled_region_calls_is_traced(tmp_path):
+    """A per-layer root pattern matches a block's forward that only the
+    compiled model calls: its Python runs per step only in eager mode."""
+    (tmp_path / "pyproject.toml").write_text(
+        textwrap.dedent(PYPROJECT).replace(
+            '{ pattern = "*.Model.forward", kind = "per-step" },',
+            '{ pattern = "*.Model.forward", kind = "per-step" },\n    { pattern = "*.Block.forward", kind = "per-layer" },',
+        )
+    )
+    (tmp_path / "ext.py").write_text("def device_query(): ...\ndef slow_lookup(k): ...\ndef fast_lookup(k): ...\n")
+    (tmp_path / "engine.py").write_text(
+        textwrap.dedent(
+            """
+            import ext
+
+
+            def compiled_model(cls):
+                return cls
+
+
+            class Block:
+                def forward(self, x):
+                    return ext.device_query()
+
+
+            class Eager:
+                def forward(self, x):
+                    return ext.device_query()
+
+
+            @compiled_model
+            class Model:
+                def __init__(self):
+                    self.block = Block()
+
+                def forward(self, x):
+                    return self.block.forward(x)
+
+
+            class Runner:
+                def __init__(self):
+                    self.eager = Eager()
+
+                def step(self):
+                    return self.eager.forward(1)
+            """
+        ).lstrip()
+    )
+    got = _findings(tmp_path)
+    block, eager = got[10]["data"]["estimate"], got[15]["data"]["estimate"]
+    assert block["traced"] is True and block["rank_seconds"] < block["per_step_seconds"]
+    assert eager["traced"] is False
+
+
+OWNED = """
+import ext
+
+
+def compiled_model(cls):
+    return cls
+
+
+def make_layers(n, build):
+    return [build() for _ in range(n)]
+
+
+class Layer:
+    def forward(self, x):
+        return ext.device_query()
+
+
+@compiled_model
+class Model:
+    def __init__(self):
+        self.layers = make_layers(2, lambda: Layer())
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+"""
+
+
+def _owned_project(tmp_path, extra: str = ""):
+    (tmp_path / "pyproject.toml").write_text(
+        textwrap.dedent(PYPROJECT).replace('{ pattern = "*.Model.forward", kind = "per-step" },', "")
+    )
+    (tmp_path / "ext.py").write_text("def device_query(): ...\ndef slow_lookup(k): ...\ndef fast_lookup(k): ...\n")
+    (tmp_path / "engine.py").write_text(textwrap.dedent(OWNED).lstrip() + extra)
+    return _findings(tmp_path)
+
+
+def test_the_forward_of_a_module_only_a_compiled_module_builds_is_traced(tmp_path):
+    """A per-layer root pattern matches the forward of layers that only the
+    compiled model builds (through a factory and a lambda); the call graph
+    does not follow `layer(x)` over the untyped list, but ownership says
+    where that forward runs."""
+    layer = _owned_project(tmp_path)[14]
+    assert layer["data"]["estimate"]["traced"] is True
+    assert "compiled by torch.compile" in layer["data"]["estimate"]["text"]
+
+
+def test_a_module_also_built_outside_compiled_modules_is_not_traced(tmp_path):
+    extra = "\n\nclass Runner:\n    def step(self):\n        return Layer().forward(1)\n"
+    layer = _owned_project(tmp_path, extra)[14]
+    assert layer["data"]["estimate"]["traced"] is False
+
+
 def test_text_ranks_by_estimated_time_per_step_and_shows_the_estimate(tmp_path):
     work = _project(tmp_path)
     text = run_cli("check", ".", "--no-cache", cwd=work).stdout
