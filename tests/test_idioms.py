@@ -77,8 +77,51 @@ class Runner:
 """
 
 
+# a local read of the slot (`sig = self._sig`), and slots set by name: a
+# module's buffer (`register_buffer("freqs", ...)`, read back as `self.freqs`)
+# under `if not hasattr(self, "freqs")`, and `setattr`
+LOCAL_READ = """
+import inspect
+
+
+class Runner:
+    def __init__(self, fn):
+        self.fn = fn
+        self._sig = None
+
+    def step(self):
+        sig = self._sig
+        if sig is not None:
+            return sig
+        sig = inspect.signature(self.fn)
+        self._sig = sig
+        return sig
+"""
+
+BUFFER = """
+import inspect
+
+
+class Runner:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def step(self):
+        if not hasattr(self, "params"):
+            self.register_buffer("params", inspect.signature(self.fn), persistent=False)
+        return self.params
+"""
+
+SETATTR = BUFFER.replace(
+    'self.register_buffer("params", inspect.signature(self.fn), persistent=False)',
+    'setattr(self, "params", inspect.signature(self.fn))',
+)
+
+
 @pytest.mark.parametrize(
-    "src", [INLINE_MEMO, GETATTR_LAZY, KEYED_MEMO_ON_ARGUMENT], ids=["inline-memo", "getattr-lazy", "keyed-memo"]
+    "src",
+    [INLINE_MEMO, GETATTR_LAZY, KEYED_MEMO_ON_ARGUMENT, LOCAL_READ, BUFFER, SETATTR],
+    ids=["inline-memo", "getattr-lazy", "keyed-memo", "local-read", "buffer", "setattr"],
 )
 def test_fill_once_guards_are_not_per_step_work(src):
     assert lint_sources({"m.py": src}, CFG).findings == []
@@ -100,8 +143,21 @@ def test_fill_once_guards_are_not_per_step_work(src):
         KEYED_MEMO_ON_ARGUMENT.replace("    args._sig = sig\n", ""),
         # a flag that forces the build, beside the empty memo
         KEYED_MEMO_ON_ARGUMENT.replace("if memo is not None:", "if memo is not None and not args.force:"),
+        # the local read is never stored back
+        LOCAL_READ.replace("        self._sig = sig\n", ""),
+        # another buffer is registered than the one tested
+        BUFFER.replace('register_buffer("params"', 'register_buffer("other"'),
     ],
-    ids=["memo-never-filled", "lazy-never-filled", "other-slot", "key-not-stored", "memo-not-stored", "forced"],
+    ids=[
+        "memo-never-filled",
+        "lazy-never-filled",
+        "other-slot",
+        "key-not-stored",
+        "memo-not-stored",
+        "forced",
+        "local-never-stored",
+        "other-buffer",
+    ],
 )
 def test_without_the_fill_the_call_is_per_step(src):
     found = lint_sources({"m.py": src}, CFG).findings

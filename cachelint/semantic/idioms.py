@@ -52,6 +52,24 @@ _memo: dict = {}
 MEMO_FILL_METHODS = frozenset({"setdefault", "update", "__setitem__"})
 
 
+# methods that bind the attribute their first argument names on the object they are called on
+ATTRIBUTE_SETTERS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module"})
+
+
+def _named_attribute_set(c: CallSite) -> str | None:
+    """``obj.x`` when call ``c`` sets attribute ``"x"`` of ``obj`` by name."""
+    args = c.args
+    if c.func == ("name", "setattr") and len(args) >= 2:
+        obj, name = args[0], args[1]
+    elif c.func[0] == "attr" and c.func[2] in ATTRIBUTE_SETTERS and args:
+        obj, name = c.func[1], args[0]
+    else:
+        return None
+    if name[0] != "const" or not isinstance(name[1], str) or not name[1].isidentifier():
+        return None
+    return dotted(("attr", obj, name[1])) or None
+
+
 def _slots(f: FunctionInfo) -> tuple[set, set]:
     """(attributes and globals the function assigns, containers it stores into)."""
     key = id(f)
@@ -77,6 +95,11 @@ def _slots(f: FunctionInfo) -> tuple[set, set]:
             d = dotted(c.func[1])
             if d:
                 stores.add(d)
+        # an attribute set by name: `setattr(obj, "x", v)`, a module's
+        # `self.register_buffer("x", v)` (read back as `self.x`)
+        named = _named_attribute_set(c)
+        if named is not None:
+            filled.add(named)
     if len(_memo) > 500_000:
         _memo.clear()
     _memo[key] = (f, filled, stores)
@@ -151,7 +174,7 @@ def fills_once(f: FunctionInfo, c: CallSite) -> bool:
     succeeds, and another method empties the slot again between them (a
     state machine, as a model runner's execute/sample pair), where a memo's
     ``if self._x is not None: return self._x`` leaves it filled."""
-    if not c.guard or not f.assigns:
+    if not c.guard:
         return False
     filled, stores = _slots(f)
     if not filled and not stores:
