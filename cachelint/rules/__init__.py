@@ -12,6 +12,7 @@ from .cl005_unused_noqa import UnusedNoqa
 from .cl006_repeated_call import RepeatedCall
 from .cl007_built_to_measure import BuiltToMeasure
 from .cl008_rebuilt_each_run import RebuiltEachRun
+from .cl009_loop_invariant_callee_work import LoopInvariantCalleeWork
 
 ALL_RULES: tuple[type[Rule], ...] = (
     ParseError,
@@ -23,6 +24,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     RepeatedCall,
     BuiltToMeasure,
     RebuiltEachRun,
+    LoopInvariantCalleeWork,
 )
 BY_CODE = {r.code: r for r in ALL_RULES}
 UnusedNoqa.known_codes = frozenset(BY_CODE)

@@ -84,7 +84,7 @@ class UnusedNoqa(Rule):
             """
             def step(x):
                 return x + 1  # noqa: CL001
-            y = 2  # cachelint: ignore[CL009]
+            y = 2  # cachelint: ignore[CL099]
             """,
             select=("CL001", "CL005"),
             expect=(("example.py", 2), ("example.py", 3)),
