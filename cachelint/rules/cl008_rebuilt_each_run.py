@@ -536,7 +536,8 @@ class Runner:
             # parse the function again only when something it iterates is the same on every run
             if not any(inputs.varies(f, e) is None for es in f.iterated.values() for e in es if e[0] != "?"):
                 continue
-            out.extend(_Function(self.code, analysis, inputs, f, shared).findings())
+            with analysis.bodies.transient():  # one function's parsed body at a time
+                out.extend(_Function(self.code, analysis, inputs, f, shared).findings())
         return out
 
 

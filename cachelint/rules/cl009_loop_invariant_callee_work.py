@@ -303,24 +303,33 @@ class Runner:
             loops = [c for c in f.calls if c.in_loop and not c.in_handler and not never_runs(c)]
             if not loops:
                 continue
-            body: Body | None = None
-            for c in loops:
-                h = p.call_function(f, c)
-                if h is None or h is f or h.is_async or p.is_cached(h):
-                    continue
-                if h.qualname not in keyed:
-                    keyed[h.qualname] = _keyed_work(analysis, h)
-                work = keyed[h.qualname]
-                if not work:
-                    continue
-                if body is None:
-                    body = analysis.bodies.body(f)
-                    if body is None:
-                        break
-                found = _finding(self.code, analysis, f, body, c, h, work)
-                if found is not None:
-                    out.append(found)
+            with analysis.bodies.transient():  # one function's parsed body at a time
+                out.extend(_function_findings(self.code, analysis, f, loops, keyed))
         return out
+
+
+def _function_findings(code: str, analysis: Analysis, f: FunctionInfo, loops: list, keyed: dict) -> list[Finding]:
+    """The findings for the calls in loops (``loops``) of hot function ``f``."""
+    p = analysis.program
+    out: list[Finding] = []
+    body: Body | None = None
+    for c in loops:
+        h = p.call_function(f, c)
+        if h is None or h is f or h.is_async or p.is_cached(h):
+            continue
+        if h.qualname not in keyed:
+            keyed[h.qualname] = _keyed_work(analysis, h)
+        work = keyed[h.qualname]
+        if not work:
+            continue
+        if body is None:
+            body = analysis.bodies.body(f)
+            if body is None:
+                break
+        found = _finding(code, analysis, f, body, c, h, work)
+        if found is not None:
+            out.append(found)
+    return out
 
 
 def _keyed_work(analysis: Analysis, h: FunctionInfo) -> list[tuple[CallSite, Cost, frozenset[str]]]:

@@ -24,6 +24,7 @@ class InputAnalysis:
         self._in_place_memo: dict = {}  # (class, attribute) -> why it changes in place, or None
         self._constants: dict = {}  # path -> call text -> module constant name
         self._short: dict[str, str] | None = None  # see short_lived
+        self._globals_assigned: dict[tuple[str, str], str] | None = None  # see _global_writer
 
     # ----- source text ------------------------------------------------------------
     def lines(self, path: str) -> list[str]:
@@ -316,12 +317,26 @@ class InputAnalysis:
         if n in fi.globals and fi.globals[n] is None and n not in fi.defs:
             return f"module variable `{n}` is rebound"
         if n in fi.globals:
-            for g in p.functions.values():
-                if g.module == fi.module and n in g.global_names and any(a.target == ("name", n) for a in g.assigns):
-                    return f"module variable `{n}` is assigned in `{g.qualname}`"
+            why = self._global_writer(fi.module, n)
+            if why is not None:
+                return why
         if p.resolve_name(fi.module, n) is None:
             return f"`{n}` is not bound where cachelint can see it"
         return None
+
+    def _global_writer(self, module: str, n: str) -> str | None:
+        """Why module variable ``n`` of ``module`` changes: a function of the
+        module declares it ``global`` and assigns it (one scan of the
+        functions for all names, on first use)."""
+        if self._globals_assigned is None:
+            assigned: dict[tuple[str, str], str] = {}
+            for g in self.p.functions.values():
+                for name in g.global_names:
+                    if (g.module, name) not in assigned and any(a.target == ("name", name) for a in g.assigns):
+                        assigned[(g.module, name)] = g.qualname
+            self._globals_assigned = assigned
+        writer = self._globals_assigned.get((module, n))
+        return None if writer is None else f"module variable `{n}` is assigned in `{writer}`"
 
     def _param_varies(self, f: FunctionInfo, n: str, depth: int) -> str | None:
         key = (f.qualname, n)
