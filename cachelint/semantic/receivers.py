@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from ..index.expr import UNKNOWN, conv, render
@@ -39,6 +40,7 @@ class ReceiverTypes:
         _types: dict
         _decorators: set | None
         _only_called: dict[str, bool]
+        _accounted: Counter | None
         _sources: dict[str, bytes]
 
         def module_functions(self) -> dict[str, FunctionInfo]: ...
@@ -272,30 +274,7 @@ class ReceiverTypes:
         if hit is not None:
             return hit
         p = self.p
-        accounted = 0
-        for fi in p.indexes:
-            if fi.error is not None:
-                continue
-            accounted += sum(1 for c in fi.classes if c.name == name)
-            accounted += sum(1 for g in fi.functions if g.name == name)
-            accounted += sum(1 for local in fi.imports if local == name)
-            accounted += sum(
-                1 for local, target in fi.imports.items() if local != name and target.rsplit(".", 1)[-1] == name
-            )
-            accounted += (fi.all_names or ()).count(name)
-            scans = fi.scans
-            if isinstance(scans, tuple):
-                accounted += len(scans[1].get(name, ())) // 2
-            accounted += sum(1 for c in fi.module_calls if c.func[-1] == name)
-            for g in fi.functions:
-                for a in g.assigns:
-                    if a.kind == "import" and (a.target == ("name", name) or a.value[1].rsplit(".", 1)[-1] == name):
-                        accounted += 1
-            for holder in (*fi.classes, *fi.functions):
-                for d in holder.decorators:
-                    d0 = d[1] if d[0] == "call" else d
-                    if d0[-1] == name:
-                        accounted += 1
+        accounted = self._accounted_names()[name]
         pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
         mentions = 0
         for fi in p.indexes:
@@ -307,6 +286,45 @@ class ReceiverTypes:
         ok = mentions <= accounted
         self._only_called[name] = ok
         return ok
+
+    def _accounted_names(self) -> Counter:
+        """For every name, how many of its mentions in the tree's files
+        :meth:`only_called` can account for (definitions of classes and
+        functions, imports and their targets, ``__all__`` entries, calls,
+        decorators): one pass over the indexes, on first use."""
+        if self._accounted is not None:
+            return self._accounted
+        counts: Counter = Counter()
+        for fi in self.p.indexes:
+            if fi.error is not None:
+                continue
+            counts.update(c.name for c in fi.classes)
+            counts.update(g.name for g in fi.functions)
+            for local, target in fi.imports.items():
+                counts[local] += 1
+                last = target.rsplit(".", 1)[-1]
+                if last != local:
+                    counts[last] += 1
+            counts.update(fi.all_names or ())
+            scans = fi.scans
+            if isinstance(scans, tuple):
+                for key, at in scans[1].items():
+                    counts[key] += len(at) // 2
+            counts.update(c.func[-1] for c in fi.module_calls if isinstance(c.func[-1], str))
+            for g in fi.functions:
+                for a in g.assigns:
+                    if a.kind == "import":
+                        named = {a.value[1].rsplit(".", 1)[-1]}
+                        if a.target[0] == "name":
+                            named.add(a.target[1])
+                        counts.update(named)
+            for holder in (*fi.classes, *fi.functions):
+                for d in holder.decorators:
+                    d0 = d[1] if d[0] == "call" else d
+                    if isinstance(d0[-1], str):
+                        counts[d0[-1]] += 1
+        self._accounted = counts
+        return counts
 
     def _source(self, path: str) -> bytes:
         data = self._sources.get(path)

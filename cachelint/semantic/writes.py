@@ -35,6 +35,7 @@ An in-place change of an attribute's value (``spec.tokens.append(t)``,
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from ..index.expr import UNKNOWN, render
@@ -178,6 +179,7 @@ class Writes(ReceiverTypes):
         self._types: dict = {}
         self._decorators: set | None = None
         self._only_called: dict[str, bool] = {}
+        self._accounted: Counter | None = None  # see ReceiverTypes._accounted_names
         self._sources: dict[str, bytes] = {}
 
     # ----- collecting ------------------------------------------------------------------
