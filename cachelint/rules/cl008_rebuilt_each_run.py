@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..facts import repeats
 from ..facts.timing import baseline, cost_table, format_seconds
 from ..fixes.hoisting.inputs import InputAnalysis
 from ..fixes.hoisting.site import argument_for
@@ -958,12 +959,11 @@ class _Function:
         f = self.f
         hot = self.a.hot
         expr, made = target
-        lines = body.lines
         line = getattr(expr, "lineno", 0) + body.shift
         end_line = (getattr(expr, "end_lineno", None) or getattr(expr, "lineno", 0)) + body.shift
-        col = _char_col(lines, line, getattr(expr, "col_offset", 0))
-        end_col = _char_col(lines, end_line, getattr(expr, "end_col_offset", 0) or 0)
-        text = " ".join(_source(lines, line, col, end_line, end_col).split()) or ast.unparse(expr)
+        col = repeats.char_col(body, line, getattr(expr, "col_offset", 0))
+        end_col = repeats.char_col(body, end_line, getattr(expr, "end_col_offset", 0) or 0)
+        text = " ".join((self.inputs.text(f.path, line, col, end_line, end_col) or "").split()) or ast.unparse(expr)
         shown = text if len(text) <= 80 else text[:77] + "..."
         chain = hot.chain(f.qualname)
         kind = hot.kind(f.qualname, "hot")
@@ -1096,19 +1096,3 @@ def _names(e) -> list[str]:
     if e[0] == "name" and len(e) == 2 and isinstance(e[1], str):
         return [e[1]]
     return [n for x in e for n in _names(x)]
-
-
-def _source(lines: list[str], line: int, col: int, end_line: int, end_col: int) -> str:
-    """The text from (``line``, ``col``) to (``end_line``, ``end_col``), character columns."""
-    if not 0 < line <= end_line <= len(lines):
-        return ""
-    if line == end_line:
-        return lines[line - 1][col:end_col]
-    return "".join([lines[line - 1][col:], *lines[line : end_line - 1], lines[end_line - 1][:end_col]])
-
-
-def _char_col(lines: list[str], line: int, byte_col: int) -> int:
-    """A UTF-8 byte offset in ``line`` as a character column."""
-    if not 0 < line <= len(lines):
-        return byte_col
-    return len(lines[line - 1].encode()[:byte_col].decode("utf-8", errors="ignore"))

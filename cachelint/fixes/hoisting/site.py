@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...facts.cost import Cost
+from ...facts.repeats import char_col
 from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
 from ...model import Fix, Span
@@ -258,14 +259,6 @@ def _annotation_ok(ann, allowed: frozenset) -> bool:
     return False
 
 
-def _char_col(body, line: int, col: int) -> int:
-    """UTF-8 byte column (``ast``'s unit) -> character column on a file line."""
-    lines = body.lines
-    if not 0 < line <= len(lines) or lines[line - 1].isascii():
-        return col
-    return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
-
-
 def _loop_head(body, loop) -> tuple[Span, ...] | None:
     """The anchor that puts a statement before ``loop`` (a ``for`` or
     ``while`` statement: the expression of its header, which the statement
@@ -282,7 +275,7 @@ def _loop_head(body, loop) -> tuple[Span, ...] | None:
     if e.end_lineno is None or e.end_col_offset is None:
         return None
     line, end = e.lineno + body.shift, e.end_lineno + body.shift
-    return (Span(line, _char_col(body, line, e.col_offset), end, _char_col(body, end, e.end_col_offset)),)
+    return (Span(line, char_col(body, line, e.col_offset), end, char_col(body, end, e.end_col_offset)),)
 
 
 def _calls_super_init(f: FunctionInfo) -> bool:
