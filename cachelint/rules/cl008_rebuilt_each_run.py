@@ -634,7 +634,11 @@ class _Function:
         g = self.p.callee_function(callee) if callee is not None else None
         if g is None:
             return False
-        changed = {e.value[0].name for e in self.a.state.effects(g) if isinstance(e.value[0], ParamRoot)}
+        changed = {
+            e.value[0].name
+            for e in self.a.state.effects(g)
+            if isinstance(e.value[0], ParamRoot) and e.value[0].function == g.qualname
+        }
         if not changed:
             return False
         params = list(g.params)
