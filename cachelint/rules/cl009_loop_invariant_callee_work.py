@@ -260,7 +260,7 @@ class Runner:
                 "`fn` (here `self.fn`)",
             ),
         ),
-        # a method of the tree, in a for loop: keyed on its object and one argument
+        # a method of the tree, in a for loop: its work is keyed on one of its arguments
         Example(
             """
 import inspect
