@@ -76,6 +76,25 @@ CONTAINER_MUTATORS = frozenset(
 )
 
 
+# methods of the builtin containers that read the object and change nothing
+CONTAINER_READERS = frozenset(
+    [
+        "get",
+        "keys",
+        "values",
+        "items",
+        "copy",
+        "count",
+        "index",
+        "issubset",
+        "issuperset",
+        "isdisjoint",
+        "__getitem__",
+        "__contains__",
+    ]
+)
+
+
 def is_mutator(method: str) -> bool:
     """A method that changes its object in place: a container mutator, or
     torch's in-place convention (``copy_``, ``fill_``, ``add_``)."""

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..facts import repeats
+from ..facts.state import CONTAINER_MUTATORS, CONTAINER_READERS
 from ..facts.timing import baseline, cost_table, format_seconds
 from ..fixes.hoisting.inputs import InputAnalysis
 from ..fixes.hoisting.site import argument_for
@@ -38,8 +39,9 @@ _FRESH_NAMES = {ast.List: "lists", ast.Dict: "dicts", ast.Set: "sets"}
 # an attribute changed in place: a mutating method called on it, an item of it
 # assigned (or augmented), or deleted
 _IN_PLACE = re.compile(
-    rb"\.([A-Za-z_]\w*)\.(?:append|appendleft|extend|extendleft|insert|remove|pop|popleft|popitem|clear|update"
-    rb"|add|discard|setdefault|sort|reverse|put|put_nowait|__setitem__|__delitem__)\("
+    rb"\.([A-Za-z_]\w*)\.(?:"
+    + b"|".join(re.escape(m).encode() for m in sorted(CONTAINER_MUTATORS | {"put", "put_nowait"}))
+    + rb")\("
     rb"|\.([A-Za-z_]\w*)\[[^\]\n]*\]\s*(?:[-+*/|&^%@]|//|<<|>>|\*\*)?=(?!=)"
     rb"|\bdel\s+[\w.]*\.([A-Za-z_]\w*)\["
 )
@@ -47,8 +49,6 @@ _IN_PLACE = re.compile(
 _KEEPERS = frozenset(["append", "appendleft", "extend", "insert", "add", "setdefault", "put", "put_nowait", "update"])
 # where an attribute bound once per object is bound
 _CONSTRUCTORS = frozenset(["__init__", "__post_init__", "__new__"])
-# methods of a list, dict or set that read it and change nothing
-_READERS = frozenset(["get", "keys", "values", "items", "copy", "count", "index", "__getitem__", "__contains__"])
 
 
 class RebuiltEachRun(Rule):
@@ -617,7 +617,7 @@ class _Function:
             if a.target[0] in ("attr", "sub") and mentions(a.value):
                 return True  # kept in an attribute or a container: one per run is what is wanted
         for c in f.calls:
-            if c.func[0] == "attr" and c.func[2] not in _READERS:
+            if c.func[0] == "attr" and c.func[2] not in CONTAINER_READERS:
                 if held(c.func[1]) or (c.func[2] in _KEEPERS and any(mentions(x) for x in c.args)):
                     return True  # filled, or kept by a container (`pending.append(rows)`)
             if self._fills_argument(c, local):
@@ -769,30 +769,17 @@ class _Function:
         out: list[tuple[str, ...]] = []
         sn = self.f.self_name
         seen: set[str] = set()
-
-        def chains(e) -> None:
-            if type(e) is not tuple or not e:
-                return
-            if e[0] == "attr":
-                parts = []
-                x = e
-                while type(x) is tuple and x and x[0] == "attr":
-                    parts.append(x[2])
-                    x = x[1]
-                if x == ("name", sn):
-                    out.append(tuple(reversed(parts)))
-                    return
-            if e[0] == "name" and isinstance(e[1], str) and e[1] not in seen:
-                seen.add(e[1])
-                for a in self.ctx.locals.get(e[1], ()):
-                    chains(a.value)
-                return
-            for x in e:
-                chains(x)
-
-        for sub in ast.walk(node):
-            if isinstance(sub, (ast.Attribute, ast.Name)):
-                chains(conv(sub))
+        todo = [conv(sub) for sub in ast.walk(node) if isinstance(sub, (ast.Attribute, ast.Name))]
+        while todo:
+            found: list[str] = []
+            repeats.chains(todo.pop(), found)
+            for d in found:
+                head, *rest = d.split(".")
+                if head == sn and rest:
+                    out.append(tuple(rest))
+                elif head != sn and head not in seen:  # a local: what it was bound to
+                    seen.add(head)
+                    todo.extend(a.value for a in self.ctx.locals.get(head, ()))
         return out
 
     def _changed_in_place(self, cls: str, first: str) -> str | None:
@@ -821,7 +808,7 @@ class _Function:
                     return e in touched or (e[0] == "sub" and e[1] in touched)
 
                 if any(a.target[0] == "sub" and changes(a.target[1]) for a in m.assigns) or any(
-                    c.func[0] == "attr" and changes(c.func[1]) and c.func[2] not in _READERS for c in m.calls
+                    c.func[0] == "attr" and changes(c.func[1]) and c.func[2] not in CONTAINER_READERS for c in m.calls
                 ):
                     why = f"`.{first}` (or an element of it) is changed in place in `{m.qualname}`"
                     break

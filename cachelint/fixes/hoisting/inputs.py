@@ -4,6 +4,7 @@ and the source text; and which functions run inside ``torch.compile``."""
 from __future__ import annotations
 
 from ...facts.catalog import PURE_BUILTINS
+from ...facts.state import CONTAINER_READERS
 from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
 from ...semantic.callgraph import HotPaths
@@ -371,10 +372,6 @@ class InputAnalysis:
         return self.a.compiled
 
 
-# methods of a list, dict or set that read it and change nothing
-_READERS = frozenset(
-    ["get", "keys", "values", "items", "copy", "count", "index", "issubset", "issuperset", "isdisjoint"]
-)
 _CONTAINER_BUILTINS = frozenset(["list", "dict", "set", "bytearray"])
 
 
@@ -391,7 +388,7 @@ def _changed_local(f: FunctionInfo, n: str) -> bool:
     an item of it is assigned or deleted."""
     local = ("name", n)
     for c in f.calls:
-        if c.func[0] == "attr" and c.func[1] == local and c.func[2] not in _READERS:
+        if c.func[0] == "attr" and c.func[1] == local and c.func[2] not in CONTAINER_READERS:
             return True
         if local in c.args or any(v == local for _k, v in c.kwargs):
             return True
