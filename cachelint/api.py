@@ -194,7 +194,7 @@ def check(
 
                 profile, stale = current(profile, analysis)
                 measure = partial(attach, profile=profile)
-            raw, flags = run_rules(analysis, rules, measure)
+            raw, flags = run_rules(analysis, rules, measure, jobs)
             findings, how, cov = [f for f, s in zip(raw, flags) if not s], "off", summarise(analysis)
         findings = _reported(findings, report_only)
         result = Result(

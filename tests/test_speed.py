@@ -117,8 +117,8 @@ def test_rules_run_with_the_gc_paused_and_check_lets_the_run_go(tmp_path, monkey
         assert result.files and gc.get_freeze_count() == 0
         real = api.run_rules
 
-        def failing(analysis, rules, measure=None):
-            real(analysis, rules, measure)  # frozen the index and the analysis
+        def failing(analysis, rules, measure=None, jobs=1):
+            real(analysis, rules, measure, jobs)  # frozen the index and the analysis
             assert gc.get_freeze_count() > 0
             raise RuntimeError("a rule failed")
 

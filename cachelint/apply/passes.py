@@ -120,7 +120,7 @@ def run_fix_passes(
             break
         analysis = _reanalyse(analysis, {ff.path: ff.new for ff in changed}, invariants, payloads, owned)
         owned = True  # every later analysis is built here
-        raw, flags = run_rules(analysis, rules)
+        raw, flags = run_rules(analysis, rules, jobs=jobs)
         findings = reported([f for f, s in zip(raw, flags) if not s])
         out.findings = findings
     out.file_fixes = [first[p] for p in sorted(first)]

@@ -90,10 +90,11 @@ class Analysis:
             return []
         return InvariantCheck(self.program, self.invariants).states()
 
-    def cached_call_spans(self) -> set:
+    @cached_property
+    def cached_call_spans(self) -> frozenset:
         """(path, line, column) of every call that recomputes a value an
         attribute already caches (the uses of the cache sites)."""
-        return {(u.function.path, u.call.line, u.call.column) for u in self.cache_analysis.uses()}
+        return frozenset((u.function.path, u.call.line, u.call.column) for u in self.cache_analysis.uses())
 
     @cached_property
     def _reexported(self) -> set:

@@ -456,7 +456,7 @@ def cached_findings(
     if progress is not None:
         progress.stage("Analysing")
     analysis = make_analysis(indexes)
-    raw, flags = run_rules(analysis, rules)
+    raw, flags = run_rules(analysis, rules, jobs=jobs)
     summary = summarise(analysis) if summarise is not None else None
     cache.put("results", scope, (hashes, [encode_finding(f) for f in raw], flags, summary))
     # the analysis is returned, not dropped here: freeing the indexes one by

@@ -1119,7 +1119,7 @@ class Runner:
     def check(self, analysis):
         hot = analysis.hot
         p = analysis.program
-        covered = analysis.cached_call_spans()
+        covered = analysis.cached_call_spans
         costs = analysis.cost
         low_ok = analysis.config.min_cost == "low"
         sites: list[Site] = []

@@ -771,7 +771,7 @@ class Runner:
     def check(self, analysis) -> list[Finding]:
         hot = analysis.hot
         p = analysis.program
-        covered = analysis.cached_call_spans()
+        covered = analysis.cached_call_spans
         costs = analysis.cost
         low_ok = analysis.config.min_cost == "low"
         planner = HoistPlanner(analysis, hot)

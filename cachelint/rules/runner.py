@@ -10,6 +10,7 @@ from ..facts.timing import format_seconds
 from ..gcpause import gc_paused
 from ..index.records import FileIndex
 from ..model import Finding, Fix
+from .parallel import check_all
 
 if TYPE_CHECKING:
     from ..facts.analysis import Analysis
@@ -35,12 +36,18 @@ def per_step(f: Finding) -> float | None:
     return None if m is None else m["per_step_seconds"]
 
 
-def run_rules(analysis: Analysis, rules, measure: Measure | None = None) -> tuple[list[Finding], list[bool]]:
+def run_rules(
+    analysis: Analysis, rules, measure: Measure | None = None, jobs: int | None = 1
+) -> tuple[list[Finding], list[bool]]:
     """Every rule's findings over the whole program, and whether each is suppressed.
 
     ``measure`` (``check --profile``) adds what a profile measured to the
     findings it covers, before ``min-cost`` drops what costs less than it
     per step, and again after findings of the same work are merged.
+
+    ``jobs`` above 1 (None: as the load allows): the checks run on two
+    cores (see :mod:`cachelint.rules.parallel`), with the same findings in
+    the same order.
 
     With the cyclic GC paused: the analysis builds memos, contexts and
     findings that live for the run, and the collections its allocations
@@ -49,9 +56,7 @@ def run_rules(analysis: Analysis, rules, measure: Measure | None = None) -> tupl
     :func:`gc_paused`): else the first collection after would scan it all.
     """
     with gc_paused(freeze=True):
-        findings: list[Finding] = []
-        for rule_cls in rules:
-            findings.extend(rule_cls().check(analysis))
+        findings = check_all(analysis, rules, jobs)
         if measure is not None:
             findings = measure(findings)
         floor = analysis.config.min_time
