@@ -19,7 +19,7 @@ step only in eager mode: its estimate says so, and its rank is weighted down
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..config import Config
 from ..index.expr import dotted
@@ -42,6 +42,7 @@ class Estimate:
     traced: bool = False  # reached only through a torch.compile'd region
     weight: float = 1.0  # rank weight (traced code ranks lower)
     loop: bool = False  # the calls per run come from a loop
+    count_basis: str = ""  # how the calls per run were counted, when not plainly
 
     @property
     def per_step(self) -> float:
@@ -57,7 +58,9 @@ class Estimate:
         if self.runs_per_step == 0:
             return f"no time per step: the site runs {self.frequency} ({self.basis})"
         parts = [f"~{format_seconds(self.per_step)} per step: {format_seconds(self.per_call)} per call ({self.basis})"]
-        if self.calls_per_run != 1:
+        if self.count_basis:
+            parts.append(f"x {self.calls_per_run:g} per run ({self.count_basis})")
+        elif self.calls_per_run != 1:
             why = "in a loop, counted as" if self.loop else "repeated"
             parts.append(f"x {self.calls_per_run:g} per run ({why} {self.calls_per_run:g})")
         runs = "run" if self.runs_per_step == 1 else "runs"
@@ -112,16 +115,18 @@ class Estimator:
         self.loop = float(table["loop"]["iterations"])
         self.traced_weight = float(table["loop"]["traced-weight"])
 
-    def site(self, f: FunctionInfo, c: CallSite, repeats: float | None = None) -> Estimate:
+    def site(self, f: FunctionInfo, c: CallSite, repeats: float | None = None, count_basis: str = "") -> Estimate:
         """The estimate for call ``c`` of ``f``: ``repeats`` is the number of
-        calls per run a fix saves (default: 1, or the loop count in a loop)."""
+        calls per run a fix saves (default: 1, or the loop count in a loop),
+        ``count_basis`` how it was counted (for the text)."""
         p = self.program
         callee = p.call_callee(f, c)
         names = p.callee_names(callee, dotted(c.func))
         target = p.callee_function(callee) if callee is not None else None
         timing = self.cost.seconds(names, target)
         calls = repeats if repeats is not None else (self.loop if c.in_loop else 1.0)
-        return self._in(f, timing.seconds, timing.basis, calls, repeats is None and c.in_loop)
+        est = self._in(f, timing.seconds, timing.basis, calls, repeats is None and c.in_loop)
+        return replace(est, count_basis=count_basis) if count_basis else est
 
     def lookup(self, f: FunctionInfo, repeats: float) -> Estimate:
         """The estimate for ``repeats`` extra subscripts of one table in ``f``."""

@@ -239,3 +239,76 @@ def plain(e: ast.AST) -> bool:
     while isinstance(e, ast.Attribute):
         e = e.value
     return isinstance(e, ast.Name)
+
+
+# the kinds of :class:`~cachelint.facts.bodies.Condition` that are branches
+# taken on some runs only (not a loop iterating, not a `try` that raised nothing)
+BRANCHES = frozenset(
+    {"if", "else", "early-exit", "early-exit-else", "and", "or", "ternary", "ternary-else", "while", "case"}
+)
+# the share of runs that take a branch whose test cachelint does not evaluate:
+# one half, the usual static guess (Ball and Larus, PLDI 1993, before their heuristics)
+BRANCH_SHARE = 0.5
+
+
+def run_share(body, node: ast.AST, below: ast.AST) -> float:
+    """The share of the runs of statement ``below`` (or loop iterations, for a
+    loop) in which ``node`` runs: one :data:`BRANCH_SHARE` per distinct branch
+    condition between them (an early exit included)."""
+    conds = {(c.kind, c.text) for c in body.conditions(node, below=below) if c.kind in BRANCHES}
+    return BRANCH_SHARE ** len(conds)
+
+
+def repeated_runs(shares: list[float]) -> float:
+    """The runs of a call beyond the first in one run of its function, on
+    average, when its uses run with these shares (independently): the runs
+    expected, less the chance that any runs at all (the one call a fix keeps,
+    whether the value is computed before the uses or at the first of them)."""
+    none = 1.0
+    for p in shares:
+        none *= 1 - p
+    return sum(shares) - (1 - none)
+
+
+def statement_in(body, node: ast.AST, block: list) -> int | None:
+    """The index in statement list ``block`` of the statement holding ``node``."""
+    for parent, fname, idx, _child in body.steps(node):
+        if isinstance(idx, int) and getattr(parent, fname, None) is block:
+            return idx
+    return None
+
+
+def trip_count(loop: ast.AST) -> int | None:
+    """How many times the body of ``loop`` runs, when its source says:
+    ``for _ in range(3)``, ``for x in (a, b)``, ``[... for s in range(2)]``
+    (every generator of a comprehension known); None otherwise."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        return _iterations(loop.iter)
+    if isinstance(loop, COMPS):
+        total = 1
+        for g in loop.generators:
+            n = _iterations(g.iter)
+            if n is None or g.ifs:
+                return None
+            total *= n
+        return total
+    return None
+
+
+def _iterations(e: ast.AST) -> int | None:
+    if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+        return None if any(isinstance(x, ast.Starred) for x in e.elts) else len(e.elts)
+    if (
+        isinstance(e, ast.Call)
+        and isinstance(e.func, ast.Name)
+        and e.func.id == "range"
+        and not e.keywords
+        and 1 <= len(e.args) <= 3
+    ):
+        bounds = [a.value for a in e.args if isinstance(a, ast.Constant) and type(a.value) is int]
+        if len(bounds) == len(e.args):
+            try:
+                return len(range(*bounds))
+            except ValueError:  # a step of 0
+                return None
+    return None

@@ -99,6 +99,14 @@ class RepeatedCall(Rule):
     second check runs once the lock is held), and any call CL002 reports
     (CL002 wins at the same span).
 
+    The estimate counts what repeats on average. A branch whose test
+    cachelint does not evaluate counts as taken on half the runs (each
+    independently), and the repeats are the runs expected less the one
+    call a fix keeps: two uses, each under a branch of its own, repeat a
+    quarter of a call per run. A loop's iterations come from its source
+    where it says (``range(2)``, a literal tuple), else the assumed count;
+    a loop of one iteration repeats nothing and is not reported.
+
     ## Why is this bad?
     Each use pays the call again: a pydantic dump, a scan of the prompt, a
     dict the tokenizer builds, per request or per token. vLLM fixed several
@@ -516,6 +524,28 @@ def setup(cfg):
     ]
 
     INVALID = [
+        # each use under a branch of its own: on average a local computed first saves
+        # nothing, and on a run that takes neither branch it is a call more
+        Example(
+            """
+class Runner:
+    def execute_model(self, meta):
+        out = meta
+        if meta.dtype != "int32":
+            if meta.stream.is_capturing():
+                raise RuntimeError("a cast during capture")
+            out = meta.cast("int32")
+        if not meta.contiguous:
+            if meta.stream.is_capturing():
+                raise RuntimeError("a copy during capture")
+            out = out.copy()
+        return out
+""",
+            expect=(("example.py", 5),),
+            applicability=("unsafe",),
+            message_contains=("evaluated 2 times", "no use runs on every path"),
+            hot_roots=_ROOTS,
+        ),
         # a property whose getter loops, read for each element of a comprehension
         Example(
             """
@@ -1218,12 +1248,44 @@ class _Function:
         if not best:
             return None
         fixed = self._dominated(best, whole, cal)
+        saved, basis = self._saved_in_run(fixed)
         sites = [Site(self.f, c, cal.cost, None, None) for c, _n in fixed]
         fix = self.planner.hoist_local(sites[0], sites)
         n = len(best)
         lines = ", ".join(str(c.line) for c, _n in best)
         how = f"is evaluated {n} times with the same arguments in one run of `{self.f.name}` (lines {lines})"
-        return self._finding(best, cal, how, fix, {"repeats": n, "loop_line": None}, n - 1)
+        data = {"repeats": n, "loop_line": None}
+        return self._finding(best, cal, how, fix, data, n - 1 if saved is None else saved, basis)
+
+    def _saved_in_run(self, uses: list) -> tuple[float | None, str]:
+        """The repeated calls per run of ``uses`` when some use runs under a
+        branch the others do not: the runs the uses are expected to make from
+        the statement a local would go before (one half per branch between,
+        :func:`repeats.run_share`, the branches taken independently) less the
+        one call a run that makes any keeps (:func:`repeats.repeated_runs`);
+        with how it was counted. (None, "") when every use runs whenever that
+        statement does (the plain count: uses less one) or there is no such
+        statement."""
+        hp = self.body.hoist_point([n for _c, n in uses])
+        if hp is None:
+            return None, ""
+        shares = []
+        for _c, node in uses:
+            j = repeats.statement_in(self.body, node, hp.block)
+            if j is None:
+                return None, ""
+            share = repeats.run_share(self.body, node, hp.block[j])
+            if j > hp.index and self.body.exits(hp.block[hp.index : j]) is not None:
+                share *= repeats.BRANCH_SHARE  # a statement before it may leave first
+            shares.append(share)
+        if all(x == 1 for x in shares):
+            return None, ""
+        waste = repeats.repeated_runs(shares)
+        basis = (
+            f"{len(uses)} uses, some under branches (each counted as taken on half the runs): "
+            f"{sum(shares):g} runs expected, {waste:.3g} of them repeats"
+        )
+        return waste, basis
 
     def _dominated(self, best: list, segment: list, cal: Callee) -> list:
         """The uses one local computed at ``best``'s first use serves: ``best``
@@ -1290,6 +1352,9 @@ class _Function:
         sites = [Site(self.f, c, cal.cost, None, None) for c, _n in uses]
         if self.planner.changed_between(sites[0], sites, loop, [n for _c, n in uses]) is not None:
             return None
+        saved, basis = self._saved_in_loop(uses, loop)
+        if saved <= 0:
+            return None  # a loop of one iteration: nothing repeats
         fix = self.planner.hoist_local(sites[0], sites, loop)
         line = self.body.line_of(loop)
         kind = "comprehension" if isinstance(loop, repeats.COMPS) else "loop"
@@ -1299,9 +1364,32 @@ class _Function:
             )
         else:
             how = f"runs once per iteration of the {kind} at line {line}, its callee and arguments unchanged by the {kind}"
-        return self._finding(uses, cal, how, fix, {"repeats": None, "loop_line": line}, None)
+        data = {"repeats": None, "loop_line": line}
+        return self._finding(uses, cal, how, fix, data, saved if basis else None, basis)
 
-    def _finding(self, uses: list, cal: Callee, how: str, fix, data: dict, extra: int | None) -> Finding:
+    def _saved_in_loop(self, uses: list, loop: ast.AST) -> tuple[float, str]:
+        """The repeated calls per run of ``uses`` in ``loop``: over its
+        iterations (from its source, ``range(2)`` or a literal tuple, else the
+        assumed count), the runs some use is expected to make (one half per
+        branch inside the loop body) less the one call a run that makes any
+        keeps (:func:`repeats.repeated_runs`); with how it was counted."""
+        trips = repeats.trip_count(loop)
+        count = trips if trips is not None else int(self.a.estimates.loop)
+        share = max(repeats.run_share(self.body, node, loop) for _c, node in uses)
+        waste = repeats.repeated_runs([share] * count)
+        if trips is None and share == 1:
+            return waste, ""  # the plain count: the assumed iterations less one
+        where = f"{trips} iterations, from the source" if trips is not None else f"{count} iterations assumed"
+        if share == 1:
+            return waste, f"{where}, less the one call kept"
+        return waste, (
+            f"{where}, some use under branches (each counted as taken half the time) in {share:g} of them: "
+            f"{count * share:g} runs expected, {waste:.3g} of them repeats"
+        )
+
+    def _finding(
+        self, uses: list, cal: Callee, how: str, fix, data: dict, extra: float | None, count_basis: str = ""
+    ) -> Finding:
         f = self.f
         hot = self.a.hot
         chain = hot.chain(f.qualname)
@@ -1336,7 +1424,7 @@ class _Function:
                 "cost_basis": {"callee": list(cal.names), "extra_runs": extra, "loop_line": data["loop_line"]},
                 # the runs a fix saves: the extra uses, or all iterations of the loop but one
                 "estimate": self.a.estimates.site(
-                    f, c0, repeats=extra if extra is not None else self.a.estimates.loop - 1
+                    f, c0, repeats=extra if extra is not None else self.a.estimates.loop - 1, count_basis=count_basis
                 ).to_data(),
             },
         )
