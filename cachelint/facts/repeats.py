@@ -16,6 +16,7 @@ import builtins
 from ..index.expr import dotted
 from .bodies import always_exits, walk_scope
 from .state import is_mutator
+from .timing import CONDITIONAL
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -246,17 +247,15 @@ def plain(e: ast.AST) -> bool:
 BRANCHES = frozenset(
     {"if", "else", "early-exit", "early-exit-else", "and", "or", "ternary", "ternary-else", "while", "case"}
 )
-# the share of runs that take a branch whose test cachelint does not evaluate:
-# one half, the usual static guess (Ball and Larus, PLDI 1993, before their heuristics)
-BRANCH_SHARE = 0.5
 
 
 def run_share(body, node: ast.AST, below: ast.AST) -> float:
     """The share of the runs of statement ``below`` (or loop iterations, for a
-    loop) in which ``node`` runs: one :data:`BRANCH_SHARE` per distinct branch
-    condition between them (an early exit included)."""
+    loop) in which ``node`` runs: the cost model's share for a branch whose
+    test is not evaluated (:data:`~cachelint.facts.timing.CONDITIONAL`, one
+    half) per distinct branch condition between them (an early exit included)."""
     conds = {(c.kind, c.text) for c in body.conditions(node, below=below) if c.kind in BRANCHES}
-    return BRANCH_SHARE ** len(conds)
+    return CONDITIONAL ** len(conds)
 
 
 def repeated_runs(shares: list[float]) -> float:

@@ -14,6 +14,7 @@ from ..facts.cost import Cost
 from ..facts.properties import hot_property_reads, looping_properties
 from ..facts.purity import StateKind
 from ..facts.state import is_mutator
+from ..facts.timing import CONDITIONAL
 from ..fixes.hoisting import HoistPlanner, Site
 from ..fixes.hoisting.site import names_in
 from ..fixes.hotcalls import call_sites, hot_route
@@ -1276,7 +1277,7 @@ class _Function:
                 return None, ""
             share = repeats.run_share(self.body, node, hp.block[j])
             if j > hp.index and self.body.exits(hp.block[hp.index : j]) is not None:
-                share *= repeats.BRANCH_SHARE  # a statement before it may leave first
+                share *= CONDITIONAL  # a statement before it may leave first
             shares.append(share)
         if all(x == 1 for x in shares):
             return None, ""
