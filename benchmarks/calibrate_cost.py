@@ -29,6 +29,9 @@ kind's value.
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
+import inspect
 import json
 import math
 import os
@@ -93,6 +96,9 @@ class Call:
     before: Callable[[], object] | None = None
     samples: list[float] = field(default_factory=list)
     number: int = 0
+    # the callee's names (its runtime module and qualified name, and the
+    # expression's own text), to find the catalog entry it measures
+    names: list[str] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -454,10 +460,72 @@ def run(repeat: int, min_time: float, only: set[str] | None, progress: bool) -> 
                     measure(call, ns, repeat, min_time)
             else:
                 measure(call, ns, repeat, min_time)
+            call.names = callee_names(call.expr, ns)
         if "parallel_state" in ns:
             ns["parallel_state"].destroy_model_parallel()
             ns["parallel_state"].destroy_distributed_environment()
     return todo, environment()
+
+
+def callee_names(expr: str, ns: dict[str, Any]) -> list[str]:
+    """The names of what a measured statement calls (or of the property it
+    reads): its function's runtime ``module.qualname`` and its text as
+    written; none for a statement that is not one call or one read."""
+    try:
+        stmt = ast.parse(expr).body
+    except SyntaxError:
+        return []
+    if len(stmt) != 1 or not isinstance(stmt[0], ast.Expr):
+        return []
+    value = stmt[0].value
+    if isinstance(value, ast.Call):
+        text = ast.unparse(value.func)
+        try:
+            obj = eval(text, ns)  # the callee itself, not a call of it
+        except Exception:
+            return [text]
+    elif isinstance(value, ast.Attribute):
+        text = ast.unparse(value)
+        try:
+            owner = eval(ast.unparse(value.value), ns)
+        except Exception:
+            return [text]
+        obj = inspect.getattr_static(type(owner), value.attr, None)
+        if isinstance(obj, property):
+            obj = obj.fget
+        elif isinstance(obj, functools.cached_property):
+            obj = obj.func
+    else:
+        return []
+    obj = getattr(obj, "__func__", obj)
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
+        return [f"{module}.{qualname}", text]
+    return [text]
+
+
+def catalog_entries(results: list[Call]) -> dict[str, dict[str, Any]]:
+    """Per catalog entry (pattern) of cachelint's vLLM preset that some typical
+    or low measured call matches and that names no ``time`` of its own: the
+    median of those calls' medians and the calls (cachelint then prices a
+    call of that entry by it instead of its kind's)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from cachelint.config import Config, resolve_presets
+    from cachelint.facts.catalog import Catalog
+
+    catalog = Catalog(resolve_presets(Config(), {"vllm"}).catalog)
+    found: dict[str, dict[str, Any]] = {}
+    for call in results:
+        if call.role not in ("typical", "low") or not call.names or call.kind == "baseline":
+            continue
+        entry = catalog.match(call.names)
+        if entry is None or entry.seconds is not None or entry.kind == "declared-pure":
+            continue
+        row = found.setdefault(entry.pattern, {"kind": entry.kind, "calls": []})
+        row["calls"].append(call)
+    for row in found.values():
+        row["seconds"] = statistics.median(c.median for c in row["calls"])
+    return dict(sorted(found.items()))
 
 
 def environment() -> dict[str, str]:
@@ -554,6 +622,15 @@ def markdown(results: list[Call], env: dict[str, str]) -> str:
         if entry["from"] != "typical":
             spread += f" ({entry['from']} calls)"
         lines.append(f"| {kind} | {human(entry['seconds'])} | {spread} | {ratio} |")
+    lines += [
+        "",
+        "| catalog entry (vLLM preset) | kind | measured | its kind's | calls behind it |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
+    for pattern, row in catalog_entries(results).items():
+        kind_value = summary[row["kind"]]["seconds"] if row["kind"] in summary else float("nan")
+        behind = ", ".join(f"`{one_line(c.expr)}`" for c in row["calls"])
+        lines.append(f"| `{pattern}` | {row['kind']} | {human(row['seconds'])} | {human(kind_value)} | {behind} |")
     return "\n".join(lines)
 
 
@@ -573,6 +650,9 @@ def toml_text(results: list[Call], env: dict[str, str], command: str) -> str:
         '# `evidence`: each call and its median. Calls the catalog marks cost = "low",',
         "# memoised forms and rare slow forms are listed in the evidence, not in `seconds`",
         "# (for a kind with no typical call, `seconds` comes from its low calls).",
+        '# [entries."<pattern>"] holds, per catalog entry of the vLLM preset that typical or',
+        "# low calls measured (and that names no `time` of its own), `seconds`: the median",
+        "# of their medians; cachelint prices a call of that entry by it, not by its kind.",
         "",
         "[source]",
         'script = "benchmarks/calibrate_cost.py"',
@@ -604,6 +684,15 @@ def toml_text(results: list[Call], env: dict[str, str], command: str) -> str:
             f"min-seconds = {entry['min']:.3g}",
             f"max-seconds = {entry['max']:.3g}",
             f'from = "{entry["from"]}"',
+            f"evidence = {json.dumps(evidence)}",
+        ]
+    for pattern, row in catalog_entries(results).items():
+        evidence = "; ".join(f"{one_line(c.expr)}: {human(c.median)}" for c in row["calls"]) + f" ({where})"
+        out += [
+            "",
+            f"[entries.{json.dumps(pattern)}]",
+            f'kind = "{row["kind"]}"',
+            f"seconds = {row['seconds']:.3g}",
             f"evidence = {json.dumps(evidence)}",
         ]
     return "\n".join(out) + "\n"
@@ -660,6 +749,7 @@ def main(argv: list[str] | None = None) -> int:
                     "number": call.number,
                     "samples": call.samples,
                     "median": call.median,
+                    "names": call.names,
                 }
                 for call in results
             ],
@@ -675,7 +765,15 @@ def main(argv: list[str] | None = None) -> int:
 def load_results(path: Path) -> tuple[list[Call], dict[str, str], str]:
     data = json.loads(path.read_text())
     results = [
-        Call(c["kind"], c["expr"], role=c["role"], note=c["note"], samples=c["samples"], number=c["number"])
+        Call(
+            c["kind"],
+            c["expr"],
+            role=c["role"],
+            note=c["note"],
+            samples=c["samples"],
+            number=c["number"],
+            names=c.get("names", []),
+        )
         for c in data["calls"]
     ]
     return results, data["environment"], data["command"]
@@ -718,6 +816,12 @@ def merge_toml(old: str, new: str, kinds: set[str], command: str) -> str:
         key = f"kinds.{kind}"
         if key in fresh:
             blocks[key] = fresh[key]
+        mine = f'kind = "{kind}"'
+        for name in [n for n, b in blocks.items() if n.startswith("entries.") and mine in b]:
+            del blocks[name]  # measured again: what the new run found replaces it
+        for name, block in fresh.items():
+            if name.startswith("entries.") and mine in block:
+                blocks[name] = block
     note = f"# and, for kinds {', '.join(sorted(kinds))}: {command}"
     lines = [x for x in head if x != note]
     at = next((i for i, x in enumerate(lines) if x.startswith("# [baseline]")), len(lines))

@@ -272,3 +272,44 @@ def test_every_catalog_kind_of_the_presets_has_a_calibrated_time():
     kinds = {e["kind"] for n in available_presets() for e in load_preset(n).get("expensive-calls", []) if "kind" in e}
     missing = sorted(k for k in kinds if k != "declared-pure" and k not in cost_table()["kinds"])
     assert not missing
+
+
+def test_every_measured_catalog_entry_is_an_entry_of_a_preset_of_its_kind():
+    from cachelint.config import available_presets, load_preset
+
+    kinds = {
+        e["pattern"]: e.get("kind")
+        for n in available_presets()
+        for e in load_preset(n).get("expensive-calls", [])
+        if "pattern" in e
+    }
+    entries = cost_table().get("entries", {})
+    assert entries, "calibrate_cost.py measured no catalog entry"
+    for pattern, row in entries.items():
+        assert kinds.get(pattern) == row["kind"], pattern
+        assert row["seconds"] > 0 and row["evidence"]
+
+
+def test_a_call_of_a_measured_entry_is_priced_by_its_measurement_not_its_kind(monkeypatch):
+    from cachelint import api
+    from cachelint.config import CatalogEntry, Config, HotRoot
+    from cachelint.facts import timing
+
+    table = dict(cost_table())
+    table["entries"] = {"ext.device_query": {"kind": "device", "seconds": 3e-3, "evidence": "a test"}}
+    monkeypatch.setattr(timing, "cost_table", lambda: table)
+    sources = {
+        "ext.py": "def device_query(): ...\ndef other_query(): ...\n",
+        "engine.py": "import ext\n\nclass Runner:\n    def step(self):\n"
+        "        return ext.device_query(), ext.other_query()\n",
+    }
+    config = Config(
+        preset="none",
+        hot_roots=(HotRoot("*.Runner.step", "per-step"),),
+        expensive_calls=(CatalogEntry("ext.device_query", "device"), CatalogEntry("ext.other_query", "device")),
+    )
+    found = {f.span.column: f.data["estimate"] for f in api.lint_sources(sources, config).findings}
+    measured, other = found[15], found[35]
+    assert measured["per_call_seconds"] == pytest.approx(3e-3)
+    assert "measured on real calls of its catalog entry `ext.device_query`" in measured["basis"]
+    assert other["per_call_seconds"] == pytest.approx(kind_seconds("device")[0])  # its kind's

@@ -58,7 +58,16 @@ from ..semantic.program import CONSTRUCTORS, Program
 from ..semantic.values import GlobalRoot
 from .catalog import CHEAP_BUILTINS, Catalog
 from .purity import MAX_DEPTH, PurityQuestions
-from .timing import CONDITIONAL, Timing, baseline, cost_table, format_seconds, kind_seconds
+from .timing import (
+    CONDITIONAL,
+    Timing,
+    baseline,
+    compute_floor,
+    cost_table,
+    entry_seconds,
+    format_seconds,
+    kind_seconds,
+)
 
 # a body that probes config attributes this many times walks the config
 WALK_PROBES = 3
@@ -113,6 +122,13 @@ class Cost:
     def reason(self) -> str:
         """``why``, never empty: a catalog entry without a ``why`` is named."""
         return self.why or f"`{self.pattern}` ({self.kind}) is in the expensive-call catalog"
+
+
+def _measured_basis(shown: str, entry: CatalogEntry, seconds: float) -> str:
+    return (
+        f"`{shown}`: {format_seconds(seconds)} per call, measured on real calls of its catalog entry"
+        f" `{entry.pattern}` (calibration)"
+    )
 
 
 class CostModel(PurityQuestions):
@@ -187,7 +203,7 @@ class CostModel(PurityQuestions):
         if _stub(fn) or not (any(a.kind == "for" for a in fn.assigns) or any(c.in_loop for c in fn.calls)):
             return None
         t = self.body_seconds(fn)
-        if t < float(cost_table()["body"]["compute-floor"]):
+        if t < compute_floor():
             return None
         if not self.purity([fn.qualname], fn).pure:
             return None  # a result that may differ with the same inputs is no repeated work
@@ -249,9 +265,11 @@ class CostModel(PurityQuestions):
     def seconds(self, names: list[str], fn: FunctionInfo | None) -> Timing:
         """What one call of ``fn`` (known by ``names``) costs, in seconds.
 
-        A catalog entry: its ``time``, else its kind's calibrated time
-        (``calibration.toml``), except a ``config-derivation`` entry whose body is in
-        the tree, which is timed by its body. A function of the tree: its body
+        A catalog entry: its ``time``, else the time measured on real calls of
+        that entry (``[entries]`` of ``calibration.toml``), else its kind's
+        calibrated time, except a ``config-derivation`` entry whose body is in
+        the tree, which is timed by that body (a measurement timed the body of
+        the vLLM release it was made on, not necessarily this one). A function of the tree: its body
         (:meth:`body_seconds`). A memoized function: a dict lookup. A call
         cachelint cannot resolve: an ordinary small Python call."""
         entry = self.catalog.match(names)
@@ -259,11 +277,14 @@ class CostModel(PurityQuestions):
             entry = None
         body = fn if fn is not None and not self.program.is_cached(fn) else None
         shown = names[0] if names else (fn.qualname if fn is not None else "?")
+        measured = entry_seconds(entry.pattern) if entry is not None and entry.seconds is None else None
         if entry is not None and not (entry.kind in BODY_DECIDES and body is not None):
             if entry.seconds is not None:
                 return Timing(
                     entry.seconds, f"`{shown}`: {format_seconds(entry.seconds)} per call, as its catalog entry says"
                 )
+            if measured is not None:
+                return Timing(measured, _measured_basis(shown, entry, measured))
             t, _evidence = kind_seconds(entry.kind)
             return Timing(t, f"`{shown}`, kind {entry.kind}: {format_seconds(t)} per call, calibrated")
         if fn is not None and body is None:
@@ -323,7 +344,10 @@ class CostModel(PurityQuestions):
         entry = self.catalog.match(names)
         if entry is not None and entry.kind != "declared-pure":
             if not (entry.kind in BODY_DECIDES and target is not None and not p.is_cached(target)):
-                return entry.seconds if entry.seconds is not None else kind_seconds(entry.kind)[0]
+                if entry.seconds is not None:
+                    return entry.seconds
+                measured = entry_seconds(entry.pattern)
+                return measured if measured is not None else kind_seconds(entry.kind)[0]
         if target is None:
             return baseline("python-call")
         if p.is_cached(target):

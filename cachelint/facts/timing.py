@@ -54,6 +54,21 @@ def kind_seconds(kind: str) -> tuple[float, str]:
     return float(row["seconds"]), str(row.get("evidence", ""))
 
 
+def compute_floor() -> float:
+    """Seconds per call from which a pure looping body of the tree is expensive
+    work in itself: ``compute-floor-calls`` small Python calls."""
+    return float(cost_table()["body"]["compute-floor-calls"]) * baseline("python-call")
+
+
+def entry_seconds(pattern: str | None) -> float | None:
+    """Seconds per call measured for one catalog entry (``[entries]`` of
+    ``calibration.toml``: real calls that entry matches), or None."""
+    if pattern is None:
+        return None
+    row = cost_table().get("entries", {}).get(pattern)
+    return None if row is None else float(row["seconds"])
+
+
 def format_seconds(s: float) -> str:
     """``1.2 µs``, ``38 µs``, ``1.3 ms``, ``120 ns``: two significant figures at most."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
