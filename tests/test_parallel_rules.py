@@ -11,13 +11,21 @@ import pytest
 from cachelint import api
 from cachelint.config import Config, find_config, load_config_file
 from cachelint.model import Finding, Span
-from cachelint.rules import select_rules
+from cachelint.rules import parallel, select_rules
 from cachelint.rules.parallel import check_all, shared_facts
 from cachelint.rules.runner import run_rules
 
 from .helpers import FIXTURES
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or os.name != "posix", reason="forks")
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(request, monkeypatch):
+    """The test runner's own threads (pytest-xdist's) would keep the rules
+    serial: the tests here fork as a single-threaded cachelint would."""
+    if "threads" not in request.node.name:
+        monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
 
 
 def _analysis(name: str):
@@ -156,3 +164,18 @@ def test_facts_read_by_two_rules_are_computed_before_the_fork():
 
     assert sorted(shared_facts(analysis, [A, B])) == ["cost", "hot"]  # a method is not a fact to compute
     assert "hot" in analysis.__dict__ and "bodies" not in analysis.__dict__
+
+
+def test_serial_while_other_threads_run(tmp_path):
+    import threading
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        rules, log = _slow_rules(tmp_path, 4)
+        check_all(_analysis("nested_classes"), rules, jobs=2, threshold=0)
+    finally:
+        stop.set()
+        other.join()
+    assert {pid for pid, _ in _ran(log)} == {os.getpid()}

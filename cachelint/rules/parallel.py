@@ -16,8 +16,8 @@ The child reads the analysis as it was at the fork (copy-on-write pages of
 this process). A rule that fails in the child, or a child that dies, costs
 nothing but time: this process runs that rule itself, so an error is raised
 where it would be without the fork. Serial where ``os.fork`` is missing or
-unsafe (not Linux), for small programs (fewer files than the indexing pool
-needs), and with ``jobs`` at 1.
+unsafe (not Linux, or other threads running: a library caller's), for small
+programs (fewer files than the indexing pool needs), and with ``jobs`` at 1.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import pickle
 import sys
+import threading
 from collections import Counter
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -49,8 +50,10 @@ def check_all(analysis: Analysis, rules, jobs: int | None = 1, threshold: int = 
 
 
 def _can_fork() -> bool:
-    # macOS forks, but system libraries there may not survive it in the child
-    return hasattr(os, "fork") and sys.platform.startswith("linux")
+    # macOS forks, but system libraries there may not survive it in the child;
+    # and a process with other threads is never forked: a lock one of them
+    # holds at the fork stays held in the child (CPython warns from 3.12 on)
+    return hasattr(os, "fork") and sys.platform.startswith("linux") and threading.active_count() == 1
 
 
 def shared_facts(analysis: Analysis, rules) -> list[str]:
