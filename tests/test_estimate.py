@@ -313,3 +313,37 @@ def test_a_call_of_a_measured_entry_is_priced_by_its_measurement_not_its_kind(mo
     assert measured["per_call_seconds"] == pytest.approx(3e-3)
     assert "measured on real calls of its catalog entry `ext.device_query`" in measured["basis"]
     assert other["per_call_seconds"] == pytest.approx(kind_seconds("device")[0])  # its kind's
+
+
+def test_a_site_reached_through_calls_under_branches_counts_half_per_branch(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent(PYPROJECT))
+    (tmp_path / "ext.py").write_text("def slow_lookup(k): ...\ndef fast_lookup(k): ...\ndef device_query(): ...\n")
+    engine = """
+    import ext
+
+
+    class Runner:
+        def step(self, batch):
+            if batch.prefill:
+                self.prepare(batch)
+            if batch.spec:
+                if batch.draft:
+                    self.draft(batch)
+            self.always(batch)
+            return batch
+
+        def prepare(self, batch):
+            return ext.slow_lookup("p")
+
+        def draft(self, batch):
+            return ext.slow_lookup("d")
+
+        def always(self, batch):
+            return ext.slow_lookup("a")
+    """
+    (tmp_path / "engine.py").write_text(textwrap.dedent(engine).lstrip())
+    got = {f["function"].rsplit(".", 1)[-1]: f["data"]["estimate"] for f in _findings(tmp_path).values()}
+    assert got["always"]["reach"] == 1 and got["always"]["per_step_seconds"] == pytest.approx(200e-6)
+    assert got["prepare"]["reach"] == 0.5 and got["prepare"]["per_step_seconds"] == pytest.approx(100e-6)
+    assert got["draft"]["reach"] == 0.25  # two branches around its call
+    assert "reached through a call under a branch" in got["prepare"]["text"]

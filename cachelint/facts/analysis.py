@@ -59,7 +59,8 @@ class Analysis:
     @cached_property
     def estimates(self) -> Estimator:
         """Each finding's estimated time per step (cost per call x how often it runs)."""
-        return Estimator(self.program, self.hot, self.cost, self.config, traced_only(self.hot, self.compiled))
+        traced = traced_only(self.hot, self.compiled)
+        return Estimator(self.program, self.hot, self.cost, self.config, traced, self.bodies)
 
     @cached_property
     def bodies(self) -> Bodies:

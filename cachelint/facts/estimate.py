@@ -20,13 +20,16 @@ step only in eager mode: its estimate says so, and its rank is weighted down
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from ..config import Config
 from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
-from ..semantic.callgraph import HotPaths
+from ..semantic.callgraph import HotPaths, call_site
 from ..semantic.program import Program
+from .bodies import Bodies
 from .cost import CostModel
+from .repeats import run_share
 from .timing import baseline, cost_table, format_seconds
 
 
@@ -43,10 +46,15 @@ class Estimate:
     weight: float = 1.0  # rank weight (traced code ranks lower)
     loop: bool = False  # the calls per run come from a loop
     count_basis: str = ""  # how the calls per run were counted, when not plainly
+    # the share of the root's runs that reach the function: its chain's calls
+    # under branches, each taken on half the runs (1: every call on the chain
+    # runs whenever its caller does)
+    reach: float = 1.0
+    branches: int = 0  # the calls under branches on the chain
 
     @property
     def per_step(self) -> float:
-        return self.per_call * self.calls_per_run * self.runs_per_step
+        return self.per_call * self.calls_per_run * self.runs_per_step * self.reach
 
     @property
     def rank(self) -> float:
@@ -65,6 +73,9 @@ class Estimate:
             parts.append(f"x {self.calls_per_run:g} per run ({why} {self.calls_per_run:g})")
         runs = "run" if self.runs_per_step == 1 else "runs"
         parts.append(f"x {self.runs_per_step:g} {runs} per step ({self.frequency})")
+        if self.reach != 1:
+            calls = "a call" if self.branches == 1 else f"{self.branches} calls"
+            parts.append(f"x {self.reach:g} (reached through {calls} under a branch, each taken half the time)")
         text = " ".join(parts)
         if self.traced:
             text += "; reached only through code compiled by torch.compile: it runs per step only in eager mode"
@@ -78,6 +89,7 @@ class Estimate:
             "calls_per_run": self.calls_per_run,
             "frequency": self.frequency,
             "runs_per_step": self.runs_per_step,
+            "reach": self.reach,
             "traced": self.traced,
             "rank_seconds": _sig(self.rank),
             "basis": self.basis,
@@ -103,12 +115,20 @@ class Estimator:
     """Estimates for sites of one analysis (built once, as ``Analysis.estimates``)."""
 
     def __init__(
-        self, program: Program, hot: HotPaths, cost: CostModel, config: Config, traced: frozenset[str]
+        self,
+        program: Program,
+        hot: HotPaths,
+        cost: CostModel,
+        config: Config,
+        traced: frozenset[str],
+        bodies: Bodies | None = None,
     ) -> None:
         self.program = program
         self.hot = hot
         self.cost = cost
         self.traced = traced
+        self.bodies = bodies
+        self._edges: dict[tuple[str, str], float] = {}
         table = cost_table()
         self.runs = {k: float(v["runs"]) for k, v in table["frequency"].items()}
         self.runs.update(dict(config.frequency))
@@ -142,6 +162,56 @@ class Estimator:
         """An estimate for work in ``f``: how often ``f`` runs per step, and whether it is traced."""
         kind = self.hot.kind(f.qualname) or "once"
         traced = f.qualname in self.traced
+        reach, branches = self.reach(f)
         return Estimate(
-            seconds, basis, calls, kind, self.runs.get(kind, 1.0), traced, self.traced_weight if traced else 1.0, loop
+            seconds,
+            basis,
+            calls,
+            kind,
+            self.runs.get(kind, 1.0),
+            traced,
+            self.traced_weight if traced else 1.0,
+            loop,
+            reach=reach,
+            branches=branches,
         )
+
+    def reach(self, f: FunctionInfo) -> tuple[float, int]:
+        """The share of its hot root's runs in which ``f`` runs, along the chain
+        that makes it hot, and the calls under branches on that chain: each
+        call of the chain counts with the share of its caller's runs that
+        reach it (one half per branch around it, :func:`repeats.run_share`),
+        the most reached of the caller's calls of the callee when there are
+        several. A call whose statement cannot be found again counts whole."""
+        chain = self.hot.chain(f.qualname)
+        if self.bodies is None or not chain or len(chain) < 2:
+            return 1.0, 0
+        share, branches = 1.0, 0
+        for caller, callee in pairwise(chain):
+            s = self._edge_share(caller, callee)
+            if s < 1:
+                branches += 1
+                share *= s
+        return share, branches
+
+    def _edge_share(self, caller: str, callee: str) -> float:
+        key = (caller, callee)
+        hit = self._edges.get(key)
+        if hit is not None:
+            return hit
+        share = 1.0
+        fn = self.program.functions.get(caller)
+        calls = [i for c, i in self.hot.caller_calls.get(callee, ()) if c == caller]
+        body = self.bodies.body(fn) if fn is not None and calls and self.bodies is not None else None
+        if fn is not None and body is not None:
+            best = 0.0
+            for i in calls:
+                c = call_site(fn, i)
+                node = body.find(c.line, c.column, c.end_line, c.end_column)
+                if node is None:
+                    best = 1.0
+                    break
+                best = max(best, run_share(body, node))
+            share = best
+        self._edges[key] = share
+        return share

@@ -249,9 +249,9 @@ BRANCHES = frozenset(
 )
 
 
-def run_share(body, node: ast.AST, below: ast.AST) -> float:
+def run_share(body, node: ast.AST, below: ast.AST | None = None) -> float:
     """The share of the runs of statement ``below`` (or loop iterations, for a
-    loop) in which ``node`` runs: the cost model's share for a branch whose
+    loop; or of the function, with no ``below``) in which ``node`` runs: the cost model's share for a branch whose
     test is not evaluated (:data:`~cachelint.facts.timing.CONDITIONAL`, one
     half) per distinct branch condition between them (an early exit included)."""
     conds = {(c.kind, c.text) for c in body.conditions(node, below=below) if c.kind in BRANCHES}
