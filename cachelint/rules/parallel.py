@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 import threading
 from collections import Counter
@@ -105,7 +106,7 @@ def _forked(analysis: Analysis, rules) -> list[list[Finding]]:
         os.close(tasks_r)
         if results_r != -1:
             os.close(results_r)
-            os.kill(pid, 9)  # this process failed: the child's work is not wanted
+            os.kill(pid, signal.SIGKILL)  # this process failed: the child's work is not wanted
         os.waitpid(pid, 0)
     out = []
     for i, rule in enumerate(rules):
