@@ -123,7 +123,10 @@ def _parser() -> argparse.ArgumentParser:
         "-j",
         type=int,
         default=None,
-        help="processes for indexing (default: the cores the load average leaves free, plus one; serial below 64 files)",
+        help=(
+            "processes for indexing, and (above 1) two for the rules"
+            " (default: the cores the load average leaves free, plus one; serial below 64 files)"
+        ),
     )
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     c.add_argument(

@@ -20,8 +20,8 @@ better witness, and it decides:
   (``getattr(self.hf_text_config, "sliding_window", None)``, ``hasattr``,
   ...), loops over them, or calls functions that do;
 * or when it *computes*: it loops, and its time per call, timed from its
-  body (:meth:`CostModel.body_seconds`), is at least the ``compute-floor``
-  of ``frequency.toml``.
+  body (:meth:`CostModel.body_seconds`), is at least the ``compute-floor-calls``
+  of ``frequency.toml`` (in small Python calls).
 
 :meth:`CostModel.seconds` answers a third question, what one call costs in
 seconds: a catalogued kind's calibrated time (``calibration.toml``, written
@@ -198,7 +198,7 @@ class CostModel(PurityQuestions):
 
     def computes(self, fn: FunctionInfo) -> str | None:
         """Why ``fn``'s body is expensive work in itself: it loops, its time per
-        call (:meth:`body_seconds`) is at least the ``compute-floor``, and it is
+        call (:meth:`body_seconds`) is at least the floor (``compute-floor-calls``), and it is
         pure (the same inputs give the same value, so a repeat is waste); or None."""
         if _stub(fn) or not (any(a.kind == "for" for a in fn.assigns) or any(c.in_loop for c in fn.calls)):
             return None

@@ -58,7 +58,7 @@ class ExpensiveCallOnHotPath(Rule):
     ``importlib.import_module``, version parsing, environment and device
     queries, ...), or a call of a function of the analysed tree whose body
     walks a config, or loops and is pure with a time per call (timed from
-    its body) above the ``compute-floor``, made in a function reached from a
+    its body) above the ``compute-floor-calls`` of small Python calls, made in a function reached from a
     hot root, and reports
     the chain of calls from the root and how often the site runs (per token,
     per layer, per step, per request, per batch).
