@@ -17,7 +17,11 @@ from cachelint.rules.runner import run_rules
 
 from .helpers import FIXTURES
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or os.name != "posix", reason="forks")
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork") or os.name != "posix", reason="forks"),
+    # these tests fork on purpose beside the test runner's idle threads
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +29,7 @@ def _one_thread(request, monkeypatch):
     """The test runner's own threads (pytest-xdist's) would keep the rules
     serial: the tests here fork as a single-threaded cachelint would."""
     if "threads" not in request.node.name:
-        monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+        monkeypatch.setattr(parallel, "fork_safe", lambda: True)
 
 
 def _analysis(name: str):
@@ -179,3 +183,23 @@ def test_serial_while_other_threads_run(tmp_path):
         stop.set()
         other.join()
     assert {pid for pid, _ in _ran(log)} == {os.getpid()}
+
+
+def test_indexing_is_serial_while_other_threads_run(monkeypatch):
+    import threading
+
+    from cachelint.discover.walk import discover
+    from cachelint.index import pool
+
+    files = discover([str(FIXTURES / "model_runner" / "before")])
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert pool.index_shared([(None, f.path, f.module, f.is_package) for f in files], 2) is None
+        assert len(pool.index_files(files, jobs=2)) == len(files)  # serially
+    finally:
+        stop.set()
+        other.join()
+    got = pool.index_shared([(None, f.path, f.module, f.is_package) for f in files], 2)
+    assert got is not None and len(got) == len(files)  # one thread: a pool

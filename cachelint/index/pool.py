@@ -10,6 +10,7 @@ from __future__ import annotations
 import marshal
 import os
 import tempfile
+import threading
 
 from ..discover.walk import SourceFile
 from ..gcpause import gc_paused
@@ -20,6 +21,13 @@ from .walk import index_bytes, index_file
 
 # below this many files, a process pool costs more than it saves
 PARALLEL_THRESHOLD = 64
+
+
+def fork_safe() -> bool:
+    """No other thread runs in this process, so a fork leaves no lock held in
+    the child (one a thread held at the fork stays held there; CPython warns
+    of it from 3.12 on). A library caller with threads gets serial work."""
+    return threading.active_count() == 1
 
 
 def _index_one(sf: SourceFile) -> FileIndex:
@@ -141,6 +149,8 @@ def index_shared(
     chunks = _chunk_plan([_item_size(item) for item in items], jobs)
     out: list = [None] * len(items)
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    if ctx is not None and not fork_safe():
+        return None  # the callers index serially
     try:
         spool_dir = tempfile.TemporaryDirectory(prefix="cachelint-")
     except OSError:  # no temporary directory: through the pipe

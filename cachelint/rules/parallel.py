@@ -26,12 +26,11 @@ import os
 import pickle
 import signal
 import sys
-import threading
 from collections import Counter
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..index.pool import PARALLEL_THRESHOLD, default_jobs
+from ..index.pool import PARALLEL_THRESHOLD, default_jobs, fork_safe
 from ..model import Finding
 
 if TYPE_CHECKING:
@@ -54,7 +53,7 @@ def _can_fork() -> bool:
     # macOS forks, but system libraries there may not survive it in the child;
     # and a process with other threads is never forked: a lock one of them
     # holds at the fork stays held in the child (CPython warns from 3.12 on)
-    return hasattr(os, "fork") and sys.platform.startswith("linux") and threading.active_count() == 1
+    return hasattr(os, "fork") and sys.platform.startswith("linux") and fork_safe()
 
 
 def shared_facts(analysis: Analysis, rules) -> list[str]:
