@@ -99,6 +99,13 @@ def test_no_finding_for_a_loop_of_one_iteration(found):
 )
 def test_repeated_runs(shares, repeated):
     assert repeats.repeated_runs(shares) == pytest.approx(repeated)
+    if len(set(shares)) == 1:  # a loop's iterations: the same in closed form
+        assert repeats.repeated_runs_each(shares[0], len(shares)) == pytest.approx(repeated)
+
+
+def test_a_loop_of_a_billion_iterations_is_counted_not_listed():
+    assert repeats.repeated_runs_each(1.0, 10**9) == pytest.approx(10**9 - 1)
+    assert repeats.repeated_runs_each(0.5, 10**9) == pytest.approx(0.5 * 10**9 - 1)
 
 
 @pytest.mark.parametrize(

@@ -269,6 +269,12 @@ def repeated_runs(shares: list[float]) -> float:
     return sum(shares) - (1 - none)
 
 
+def repeated_runs_each(share: float, count: int) -> float:
+    """:func:`repeated_runs` of ``count`` uses that each run with ``share``
+    (a loop's iterations), in closed form: ``range(10**9)`` is a count, not a list."""
+    return count * share - (1 - (1 - share) ** count)
+
+
 def statement_in(body, node: ast.AST, block: list) -> int | None:
     """The index in statement list ``block`` of the statement holding ``node``."""
     for parent, fname, idx, _child in body.steps(node):

@@ -525,8 +525,9 @@ def setup(cfg):
     ]
 
     INVALID = [
-        # each use under a branch of its own: on average a local computed first saves
-        # nothing, and on a run that takes neither branch it is a call more
+        # each use under a branch of its own: the call repeats only on runs that take
+        # both (estimated at a quarter of a call per run), and a local computed first
+        # would be a call more on runs that take neither: the fix is unsafe and says so
         Example(
             """
 class Runner:
@@ -1377,7 +1378,7 @@ class _Function:
         trips = repeats.trip_count(loop)
         count = trips if trips is not None else int(self.a.estimates.loop)
         share = max(repeats.run_share(self.body, node, loop) for _c, node in uses)
-        waste = repeats.repeated_runs([share] * count)
+        waste = repeats.repeated_runs_each(share, count)
         if trips is None and share == 1:
             return waste, ""  # the plain count: the assumed iterations less one
         where = f"{trips} iterations, from the source" if trips is not None else f"{count} iterations assumed"
