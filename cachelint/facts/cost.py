@@ -24,8 +24,9 @@ better witness, and it decides:
   of ``frequency.toml`` (in small Python calls).
 
 :meth:`CostModel.seconds` answers a third question, what one call costs in
-seconds: a catalogued kind's calibrated time (``calibration.toml``, written
-by ``benchmarks/calibrate_cost.py``), or the body in the tree, timed.
+seconds: the time measured on real calls of its catalog entry, else of its
+kind (``calibration.toml``, written by ``benchmarks/calibrate_cost.py``), or
+the body in the tree, timed.
 
 "On each run" is the per-step question every rule asks: a call made only in
 an ``except`` handler (the error path) or under a fill-once guard (``if
