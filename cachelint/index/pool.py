@@ -24,9 +24,12 @@ PARALLEL_THRESHOLD = 64
 
 
 def fork_safe() -> bool:
-    """No other thread runs in this process, so a fork leaves no lock held in
-    the child (one a thread held at the fork stays held there; CPython warns
-    of it from 3.12 on). A library caller with threads gets serial work."""
+    """No other thread started through :mod:`threading` runs in this process,
+    so a fork leaves none of their locks held in the child (a lock a thread
+    holds at the fork stays held there; CPython warns of it from 3.12 on). A
+    library caller with such threads gets serial work. Threads started below
+    :mod:`threading` (``_thread``, native code) are not seen: CPython's own
+    warning counts those too."""
     return threading.active_count() == 1
 
 
