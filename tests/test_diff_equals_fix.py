@@ -125,6 +125,20 @@ def test_parallel_rewrite_equals_serial(tmp_path: Path, monkeypatch: pytest.Monk
     assert [(ff.path, ff.new, ff.error) for ff in serial] == [(ff.path, ff.new, ff.error) for ff in parallel]
     assert [[id(f) for f in ff.findings] for ff in serial] == [[id(f) for f in ff.findings] for ff in parallel]
     assert all(ff.new != ff.old for ff in parallel)
+    # beside another thread the rewrite stays serial (a fork would copy its locks)
+    import threading
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        pooled.clear()
+        beside = fixer.compute_fixes(findings, True, jobs=2)
+    finally:
+        stop.set()
+        other.join()
+    assert pooled == [None]
+    assert [(ff.path, ff.new, ff.error) for ff in beside] == [(ff.path, ff.new, ff.error) for ff in serial]
 
 
 def test_a_later_pass_frees_the_first_analysis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from ..files import TempFileError, atomic_write, read_bytes
 from ..gcpause import gc_paused
+from ..index.pool import fork_safe
 from ..model import Applicability, Edit, EditKind, Finding, Span
 
 
@@ -165,8 +166,8 @@ def _rewrite_parallel(todo: list[FileFix], jobs: int, progress=None) -> list | N
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return None
+    if "fork" not in multiprocessing.get_all_start_methods() or not fork_safe():
+        return None  # the caller rewrites serially
     results: list = [None] * len(todo)
     _WORK[:] = todo
     try:
