@@ -30,7 +30,7 @@ from ..semantic.program import Program
 from .bodies import Bodies
 from .cost import CostModel
 from .repeats import run_share
-from .timing import baseline, cost_table, format_seconds
+from .timing import Timing, baseline, cost_table, format_seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,14 +139,18 @@ class Estimator:
         """The estimate for call ``c`` of ``f``: ``repeats`` is the number of
         calls per run a fix saves (default: 1, or the loop count in a loop),
         ``count_basis`` how it was counted (for the text)."""
+        timing = self.call_timing(f, c)
+        calls = repeats if repeats is not None else (self.loop if c.in_loop else 1.0)
+        est = self._in(f, timing.seconds, timing.basis, calls, repeats is None and c.in_loop)
+        return replace(est, count_basis=count_basis) if count_basis else est
+
+    def call_timing(self, f: FunctionInfo, c: CallSite) -> Timing:
+        """What one run of call ``c`` (made in ``f``) costs, by what it calls."""
         p = self.program
         callee = p.call_callee(f, c)
         names = p.callee_names(callee, dotted(c.func))
         target = p.callee_function(callee) if callee is not None else None
-        timing = self.cost.seconds(names, target)
-        calls = repeats if repeats is not None else (self.loop if c.in_loop else 1.0)
-        est = self._in(f, timing.seconds, timing.basis, calls, repeats is None and c.in_loop)
-        return replace(est, count_basis=count_basis) if count_basis else est
+        return self.cost.seconds(names, target)
 
     def lookup(self, f: FunctionInfo, repeats: float) -> Estimate:
         """The estimate for ``repeats`` extra subscripts of one table in ``f``."""

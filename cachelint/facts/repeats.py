@@ -288,11 +288,11 @@ def trip_count(loop: ast.AST) -> int | None:
     ``for _ in range(3)``, ``for x in (a, b)``, ``[... for s in range(2)]``
     (every generator of a comprehension known); None otherwise."""
     if isinstance(loop, (ast.For, ast.AsyncFor)):
-        return _iterations(loop.iter)
+        return iterations(loop.iter)
     if isinstance(loop, COMPS):
         total = 1
         for g in loop.generators:
-            n = _iterations(g.iter)
+            n = iterations(g.iter)
             if n is None or g.ifs:
                 return None
             total *= n
@@ -300,7 +300,9 @@ def trip_count(loop: ast.AST) -> int | None:
     return None
 
 
-def _iterations(e: ast.AST) -> int | None:
+def iterations(e: ast.AST) -> int | None:
+    """How many items iterable ``e`` yields, when its source says: ``range``
+    of constants, a literal tuple, list or set without ``*``; None otherwise."""
     if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
         return None if any(isinstance(x, ast.Starred) for x in e.elts) else len(e.elts)
     if (

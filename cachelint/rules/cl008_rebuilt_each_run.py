@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..facts import repeats
 from ..facts.state import CONTAINER_MUTATORS, CONTAINER_READERS
-from ..facts.timing import baseline, cost_table, format_seconds
+from ..facts.timing import baseline, format_seconds
 from ..fixes.hoisting.inputs import InputAnalysis
 from ..fixes.hoisting.site import argument_for
 from ..fixes.hotcalls import hot_route
@@ -959,7 +959,7 @@ class _Function:
         chain = hot.chain(f.qualname)
         kind = hot.kind(f.qualname, "hot")
         seconds, basis = self._cost(node)
-        calls = float(cost_table()["loop"]["iterations"]) ** loops if loops else 1.0
+        calls = self.a.estimates.loop**loops if loops else 1.0
         estimate = self.a.estimates.work(f, seconds, basis, calls, loops > 0)
         if made == "value":
             what = f"computes the same value on each run of `{f.name}`"
@@ -991,16 +991,16 @@ class _Function:
 
     def _cost(self, node: ast.AST) -> tuple[float, str]:
         """Seconds per run of comprehension ``node``: the container, then one
-        element per iteration of each ``for`` (the loop count, or a constant
-        ``range``), each a small build or a call."""
+        element per iteration of each ``for`` (the loop count, or what its
+        source says: :func:`repeats.iterations`), each a small build or a call."""
         build = baseline("small-build")
         call = baseline("python-call")
         assert isinstance(node, _COMPS)
         n = 1.0
         counts = []
         for gen in node.generators:
-            k = _constant_range(gen.iter)
-            count = float(k) if k is not None else float(cost_table()["loop"]["iterations"])
+            k = repeats.iterations(gen.iter)
+            count = float(k) if k is not None else self.a.estimates.loop
             counts.append(f"{count:g}" if k is not None else f"{count:g} (the loop count)")
             n *= count
         elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
@@ -1051,20 +1051,6 @@ def _type_checking(test: ast.AST) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
     )
-
-
-def _constant_range(it: ast.AST) -> int | None:
-    """``n`` for ``range(n)`` with a constant ``n``."""
-    if (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "range"
-        and len(it.args) == 1
-        and isinstance(it.args[0], ast.Constant)
-        and isinstance(it.args[0].value, int)
-    ):
-        return it.args[0].value
-    return None
 
 
 def _fresh_elements(node: ast.AST) -> str | None:

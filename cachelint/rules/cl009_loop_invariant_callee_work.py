@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..facts import repeats
 from ..facts.cost import Cost
-from ..facts.timing import cost_table, format_seconds
+from ..facts.timing import format_seconds
 from ..fixes.hoisting.site import argument_for, names_in
 from ..fixes.hotcalls import hot_route
 from ..index.expr import dotted, render
@@ -449,18 +449,15 @@ def _report(
     args: dict,
 ) -> Finding:
     hot = analysis.hot
-    p = analysis.program
     chain = hot.chain(f.qualname)
     kind = hot.kind(f.qualname, "hot")
     line = body.line_of(loop)
     what = "comprehension" if isinstance(loop, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) else "loop"
     keyed = ", ".join(f"`{k}` (here `{render(v)}`)" if render(v) != k else f"`{k}`" for k, v in sorted(args.items()))
-    callee = p.call_callee(h, gc)
-    names = p.callee_names(callee, dotted(gc.func))
-    fn = p.callee_function(callee) if callee is not None else None
-    timing = analysis.cost.seconds(names, fn)
-    iterations = float(cost_table()["loop"]["iterations"])
-    estimate = analysis.estimates.work(f, timing.seconds, f"`{render(gc.func)}`: {timing.basis}", iterations, True)
+    timing = analysis.estimates.call_timing(h, gc)
+    estimate = analysis.estimates.work(
+        f, timing.seconds, f"`{render(gc.func)}`: {timing.basis}", analysis.estimates.loop, True
+    )
     why = f" ({cost.why})" if cost.why else ""
     short = ".".join(h.qualname.split(".")[-2:]) if h.class_qualname else h.name
     note = (
