@@ -449,3 +449,36 @@ def test_a_body_that_derives_a_config_value_costs_at_least_the_calibrated_deriva
     t = model.seconds(["m.sliding_window"], _fn(p, "sliding_window"))
     assert t.seconds == kind_seconds("config-derivation")[0] > model.body_seconds(_fn(p, "sliding_window"))
     assert "derives a config value" in t.basis
+
+
+SRC_STUB = """
+class Queue:
+    def peek(self):
+        raise NotImplementedError
+
+    def pop(self):
+        raise NotImplementedError
+
+
+class ListQueue(Queue):
+    def __init__(self):
+        self.items = [1, 2]
+
+    def peek(self):
+        return self.items[0]
+
+    def pop(self):
+        return self.items.pop(0)
+
+
+def first(q: Queue):
+    return q.pop()
+"""
+
+
+def test_a_call_of_a_stub_is_as_pure_as_its_overrides():
+    model, p = _model(SRC_STUB)
+    assert model.purity(["m.Queue.peek"], p.functions["m.Queue.peek"]).pure  # the stub alone
+    pur = model.purity(["m.first"], p.functions["m.first"])
+    assert not pur.pure and pur.state is not None
+    assert pur.via[:2] == ("m.first", "m.ListQueue.pop")

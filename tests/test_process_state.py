@@ -141,6 +141,44 @@ def test_effects_map_a_helpers_writes_to_its_callers_values(tmp_path):
     assert effects[0].value[1:] == ("params", "top_k")
 
 
+def test_a_call_typed_by_a_base_class_changes_what_its_overrides_change(tmp_path):
+    """``self.waiting.pop_request()`` on a queue declared as the abstract base
+    runs a subclass's ``pop_request``: its change to the queue is the call's."""
+    st, p = _state(
+        tmp_path,
+        m="""
+        class RequestQueue:
+            def peek_request(self):
+                raise NotImplementedError
+
+            def pop_request(self):
+                raise NotImplementedError
+
+        class FCFSQueue(RequestQueue):
+            def __init__(self):
+                self.items = []
+
+            def peek_request(self):
+                return self.items[0]
+
+            def pop_request(self):
+                return self.items.pop(0)
+
+        class Scheduler:
+            def __init__(self, waiting: RequestQueue):
+                self.waiting = waiting
+
+            def schedule(self):
+                while self.waiting:
+                    request = self.waiting.peek_request()
+                    self.waiting.pop_request()
+        """,
+    )
+    effects = st.effects(p.functions["m.Scheduler.schedule"])
+    assert [(e.line, e.text, e.via) for e in effects] == [(25, "self.waiting.pop_request()", "m.FCFSQueue.pop_request")]
+    assert effects[0].value[1:] == ("waiting", "items")
+
+
 def test_bodies_read_the_text_the_program_was_indexed_from_not_the_disk(tmp_path):
     """``--diff`` keeps rewritten files in memory: a later fix pass indexes the
     new text and hands it to Program as its sources; every stage that reads a

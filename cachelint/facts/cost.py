@@ -358,17 +358,8 @@ class CostModel(PurityQuestions):
         return self.body_seconds(target, depth + 1)
 
     def implementations(self, fn: FunctionInfo) -> list[FunctionInfo]:
-        """``fn`` and every override of it in subclasses of its class."""
-        out = [fn]
-        p = self.program
-        if fn.class_qualname:
-            for sub in p.subclasses(fn.class_qualname):
-                c = p.classes.get(sub)
-                if c is not None and fn.name in c.methods:
-                    g = p.functions.get(c.methods[fn.name])
-                    if g is not None and g not in out:
-                        out.append(g)
-        return out
+        """``fn`` and every override of it (see ``Program.dispatch``)."""
+        return self.program.dispatch(fn)
 
     def visibly_cheap(self, fn: FunctionInfo, depth: int = 0) -> bool:
         """Every implementation of ``fn`` in the tree only calls cached

@@ -172,6 +172,11 @@ class PurityQuestions:
             names = p.callee_names(callee, dotted(c.func))
             target = p.callee_function(callee) if callee is not None else None
             inner = self.purity(names, target, depth + 1)
+            # an override that is not pure makes the call not pure
+            for impl in p.dispatch(target)[1:] if target is not None and inner.pure else ():
+                inner = self.purity([impl.qualname], impl, depth + 1)
+                if not inner.pure:
+                    break
             if not inner.pure:
                 return Purity(False, not_pure, inner.state, (fn.qualname,) + inner.via)
         return Purity(True, f"`{fn.qualname}` only reads its inputs and calls pure functions")

@@ -634,13 +634,14 @@ class ProcessState:
             if depth >= MAX_DEPTH:
                 continue
             callee = p.call_callee(fn, c)
-            g = p.callee_function(callee) if callee is not None else None
-            if g is None or g is fn:
+            g0 = p.callee_function(callee) if callee is not None else None
+            if g0 is None or g0 is fn:
                 continue
-            for e in self.effects(g, depth + 1):
-                w = self._map(fn, c, g, e.value)
-                if w is not None:
-                    out.append(Effect(w, c.line, c.column, self._line(fn.path, c.line), e.via or g.qualname))
+            for g in p.dispatch(g0):  # an override's change is the call's change
+                for e in self.effects(g, depth + 1):
+                    w = self._map(fn, c, g, e.value)
+                    if w is not None:
+                        out.append(Effect(w, c.line, c.column, self._line(fn.path, c.line), e.via or g.qualname))
         result = tuple(out)
         self._effects[key] = result
         return result

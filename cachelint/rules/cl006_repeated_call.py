@@ -159,6 +159,43 @@ class RepeatedCall(Rule):
     needs_hot_paths = True
 
     VALID = [
+        # the loop takes each request off the queue: the call on the declared base
+        # runs the subclass's `pop_request`, whose change to the queue is the call's
+        Example(
+            """
+class RequestQueue:
+    def peek_request(self):
+        raise NotImplementedError
+
+    def pop_request(self):
+        raise NotImplementedError
+
+class FCFSQueue(RequestQueue):
+    def __init__(self):
+        self.items = []
+
+    def peek_request(self):
+        if not self.items:
+            raise IndexError("peek from an empty queue")
+        return self.items[0]
+
+    def pop_request(self):
+        return self.items.pop(0)
+
+class Runner:
+    def __init__(self, waiting: RequestQueue):
+        self.waiting = waiting
+
+    def execute_model(self, budget):
+        scheduled = []
+        for _ in range(budget):
+            request = self.waiting.peek_request()
+            scheduled.append(request)
+            self.waiting.pop_request()
+        return scheduled
+""",
+            hot_roots=_ROOTS,
+        ),
         # each call fills its own slot: the slots get distinct objects, not one shared value
         Example(
             """

@@ -167,6 +167,15 @@ class Hierarchy:
         self._protocol_impls[key] = out
         return out
 
+    def dispatch(self, fn: FunctionInfo) -> list[FunctionInfo]:
+        """``fn`` and every method a call resolved to ``fn`` may run instead:
+        its overrides in subclasses and, for a protocol's method, the
+        implementations' (what a call on an object typed by ``fn``'s class
+        can do is what any of them does)."""
+        if not fn.class_qualname:
+            return [fn]
+        return [fn, *(g for g in self.overrides(fn.class_qualname, fn.name) if g is not fn)]
+
     def is_protocol(self, class_qn: str) -> bool:
         hit = self._is_protocol.get(class_qn)
         if hit is None:
