@@ -377,6 +377,7 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
     decorators: list[str] = list(DEFAULT_CACHE_DECORATORS)
     cold: list[str] = []
     compile_decorators: list[str] = []
+    pure: list[str] = []
     for n in names:
         data = load_preset(n)
         roots.extend(_roots(data.get("hot-roots", []), f"preset {n}", "hot-roots"))
@@ -384,6 +385,7 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
         decorators.extend(_str_list(data, "cache-decorators", f"preset {n}"))
         cold.extend(_str_list(data, "cold-functions", f"preset {n}"))
         compile_decorators.extend(_str_list(data, "compile-decorators", f"preset {n}"))
+        pure.extend(_str_list(data, "pure-calls", f"preset {n}"))
     compile_decorators.extend(cfg.extend_compile_decorators)
     if cfg.cache_decorators is not None:
         decorators = list(cfg.cache_decorators)
@@ -397,6 +399,7 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
         catalog = list(cfg.expensive_calls)
     roots.extend(cfg.extend_hot_roots)
     catalog.extend(cfg.extend_expensive_calls)
+    catalog.extend(CatalogEntry(p, "declared-pure", True, "declared pure in a preset") for p in pure)
     catalog.extend(CatalogEntry(p, "declared-pure", True, "declared pure in configuration") for p in cfg.pure_calls)
     return replace(
         cfg,

@@ -8,7 +8,7 @@ from cachelint.config import CatalogEntry
 from cachelint.facts.catalog import Catalog
 from cachelint.facts.cost import CostModel, Decided
 from cachelint.facts.purity import MAX_DEPTH, StateKind
-from cachelint.index.walk import index_source
+from cachelint.index.walk import index_file, index_source
 from cachelint.semantic.program import Program
 
 
@@ -482,3 +482,50 @@ def test_a_call_of_a_stub_is_as_pure_as_its_overrides():
     pur = model.purity(["m.first"], p.functions["m.first"])
     assert not pur.pure and pur.state is not None
     assert pur.via[:2] == ("m.first", "m.ListQueue.pop")
+
+
+SRC_RAISE = """
+class Holder:
+    def __init__(self, tok):
+        self.tok = tok
+
+    def get(self):
+        if self.tok is None:
+            raise ValueError(f"no tokenizer: {self.tok!r}")
+        return self.tok
+
+    def problem(self):
+        return ValueError("built, not raised")
+
+    def raise_unknown(self):
+        if self.tok is None:
+            raise make_error()
+        return self.tok
+"""
+
+
+def _model_on_disk(tmp_path, src: str) -> tuple[CostModel, Program]:
+    """As _model, from a file: what a ``raise`` statement builds is read from the source text."""
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent(src).lstrip("\n"), encoding="utf-8")
+    p = Program([index_file(str(path), "m", False)])
+    return CostModel(p, Catalog(())), p
+
+
+def test_an_exception_a_raise_builds_leaves_the_getter_pure(tmp_path):
+    model, p = _model_on_disk(tmp_path, SRC_RAISE)
+    assert model.purity(["m.Holder.get"], p.functions["m.Holder.get"]).pure
+    # an exception that is returned, not raised, is a new object (identity equality): not pure
+    assert not model.purity(["m.Holder.problem"], p.functions["m.Holder.problem"]).pure
+    # what a raise calls that is not a builtin exception is judged as any call
+    assert not model.purity(["m.Holder.raise_unknown"], p.functions["m.Holder.raise_unknown"]).pure
+
+
+def test_the_python_preset_declares_typing_cast_pure():
+    from cachelint.config import Config, resolve_presets
+
+    cfg = resolve_presets(Config(), set())
+    model, p = _model("from typing import cast\n\ndef as_int(x):\n    return cast(int, x)\n", *cfg.catalog)
+    assert model.purity(["m.as_int"], _fn(p, "as_int")).pure
+    bare, q = _model("from typing import cast\n\ndef as_int(x):\n    return cast(int, x)\n")
+    assert not bare.purity(["m.as_int"], _fn(q, "as_int")).pure  # without the preset: an unknown library call

@@ -11,6 +11,8 @@ a module-level object, and the spelling at the call site
 
 from __future__ import annotations
 
+import builtins
+
 from ..config import CatalogEntry
 from ..globs import GlobSet
 
@@ -58,6 +60,15 @@ PURE_BUILTINS = frozenset(
         "zip",
     ]
 )
+
+# the builtin exception classes (see Purity's ``raise`` statements)
+EXCEPTIONS = frozenset(n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException))
+
+
+def pure_builtin(qualname: str) -> bool:
+    """``qualname`` (``builtins.len``) is one of :data:`PURE_BUILTINS`."""
+    return qualname.startswith("builtins.") and qualname[9:] in PURE_BUILTINS
+
 
 CHEAP_BUILTINS = frozenset(
     [

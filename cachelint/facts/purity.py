@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..index.expr import dotted
 from ..index.records import FunctionInfo
 from ..semantic.values import GlobalRoot
-from .catalog import CONTAINER_READS, CONTAINERS, PURE_BUILTINS
+from .catalog import CONTAINER_READS, CONTAINERS, EXCEPTIONS, pure_builtin
 
 if TYPE_CHECKING:
     from ..semantic.program import Program
@@ -165,7 +165,7 @@ class PurityQuestions:
             callee = p.call_callee(fn, c)
             if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
                 qn = callee[0].qualname
-                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
+                if pure_builtin(qn) or (qn.startswith("builtins.") and qn[9:] in EXCEPTIONS and self._raised(fn, c)):
                     continue
             if callee is not None and self._container_read(callee):
                 continue  # `_TABLE.get(k)` reads the table like `_TABLE[k]` (facts.state follows who changes it)
@@ -180,6 +180,14 @@ class PurityQuestions:
             if not inner.pure:
                 return Purity(False, not_pure, inner.state, (fn.qualname,) + inner.via)
         return Purity(True, f"`{fn.qualname}` only reads its inputs and calls pure functions")
+
+    def _raised(self, fn: FunctionInfo, c) -> bool:
+        """``c`` builds the exception a ``raise`` statement raises: the call
+        fails there, so the exception is never a value it returns, and
+        building a builtin one changes nothing (``if x is None: raise
+        ValueError(...)`` in a getter)."""
+        lines = self.program.source_lines(fn.path) or []
+        return 0 < c.stmt_line <= len(lines) and lines[c.stmt_line - 1].lstrip().startswith("raise ")
 
     def _fresh_container(self, fn: FunctionInfo, name: str) -> bool:
         """``name`` is a local of ``fn`` bound only to new builtin containers

@@ -3,7 +3,7 @@ and the source text; and which functions run inside ``torch.compile``."""
 
 from __future__ import annotations
 
-from ...facts.catalog import PURE_BUILTINS
+from ...facts.catalog import pure_builtin
 from ...facts.state import CONTAINER_READERS
 from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
@@ -104,8 +104,7 @@ class InputAnalysis:
             if fn is not None and self.p.is_cached(fn):
                 return None
             if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
-                qn = callee[0].qualname
-                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
+                if pure_builtin(callee[0].qualname):
                     return None
             if not self.a.cost.purity(names, fn).pure:
                 return f"`{dotted(e[1]) or '...'}(...)` may return a different value each time"

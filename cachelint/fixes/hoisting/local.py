@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from ...facts.bodies import HoistPoint
-from ...facts.catalog import PURE_BUILTINS
+from ...facts.catalog import pure_builtin
 from ...facts.state import related, show
 from ...index.expr import conv, dotted, render
 from ...index.records import FunctionInfo
@@ -345,8 +345,7 @@ class LocalHoists(InitHoists):
                 continue  # a function of the tree: the effects above follow it
             callee = p.call_callee(f, c)
             if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
-                qn = callee[0].qualname
-                if qn.startswith("builtins.") and qn[9:] in PURE_BUILTINS:
+                if pure_builtin(callee[0].qualname):
                     continue
             if self.a.cost.purity(p.callee_names(callee, dotted(c.func)), None).pure:
                 continue  # declared pure (catalog or configuration)
