@@ -451,7 +451,25 @@ def test_a_body_that_derives_a_config_value_costs_at_least_the_calibrated_deriva
     assert "derives a config value" in t.basis
 
 
-SRC_STUB = """
+SRC_RAISE = """
+class Holder:
+    def __init__(self, tok):
+        self.tok = tok
+
+    def get(self):
+        if self.tok is None:
+            raise ValueError(f"no tokenizer: {self.tok!r}")
+        return self.tok
+
+    def problem(self):
+        return ValueError("built, not raised")
+
+    def raise_unknown(self):
+        if self.tok is None:
+            raise make_error()
+        return self.tok
+
+
 class Queue:
     def peek(self):
         raise NotImplementedError
@@ -476,34 +494,6 @@ def first(q: Queue):
 """
 
 
-def test_a_call_of_a_stub_is_as_pure_as_its_overrides():
-    model, p = _model(SRC_STUB)
-    assert model.purity(["m.Queue.peek"], p.functions["m.Queue.peek"]).pure  # the stub alone
-    pur = model.purity(["m.first"], p.functions["m.first"])
-    assert not pur.pure and pur.state is not None
-    assert pur.via[:2] == ("m.first", "m.ListQueue.pop")
-
-
-SRC_RAISE = """
-class Holder:
-    def __init__(self, tok):
-        self.tok = tok
-
-    def get(self):
-        if self.tok is None:
-            raise ValueError(f"no tokenizer: {self.tok!r}")
-        return self.tok
-
-    def problem(self):
-        return ValueError("built, not raised")
-
-    def raise_unknown(self):
-        if self.tok is None:
-            raise make_error()
-        return self.tok
-"""
-
-
 def _model_on_disk(tmp_path, src: str) -> tuple[CostModel, Program]:
     """As _model, from a file: what a ``raise`` statement builds is read from the source text."""
     path = tmp_path / "m.py"
@@ -519,6 +509,23 @@ def test_an_exception_a_raise_builds_leaves_the_getter_pure(tmp_path):
     assert not model.purity(["m.Holder.problem"], p.functions["m.Holder.problem"]).pure
     # what a raise calls that is not a builtin exception is judged as any call
     assert not model.purity(["m.Holder.raise_unknown"], p.functions["m.Holder.raise_unknown"]).pure
+
+
+def test_a_call_of_a_stub_is_as_pure_as_its_overrides():
+    model, p = _model(SRC_RAISE)
+    assert model.purity(["m.Queue.peek"], p.functions["m.Queue.peek"]).pure  # the stub alone
+    pur = model.purity(["m.first"], p.functions["m.first"])
+    assert not pur.pure and pur.state is not None
+    assert pur.via[:2] == ("m.first", "m.ListQueue.pop")
+
+
+def test_the_entry_for_the_resolved_callee_beats_a_glob_on_the_spelling():
+    generic = CatalogEntry("*tokenizer.get_vocab", "processor", True, "rebuilds the vocab")
+    exact = CatalogEntry("pkg.Tok.get_vocab", "processor", True, "returns a cached dict", cost="low")
+    cat = Catalog([generic, exact])
+    assert cat.match(["pkg.Tok.get_vocab", "tokenizer.get_vocab"]) is exact
+    assert cat.match(["other.Tok.get_vocab", "tokenizer.get_vocab"]) is generic
+    assert cat.match(["tokenizer.get_vocab"]) is generic
 
 
 def test_the_python_preset_declares_typing_cast_pure():

@@ -178,12 +178,15 @@ class Catalog:
         self._pure = GlobSet([e.pattern for e in self.entries if e.pure])
 
     def match(self, names: list[str]) -> CatalogEntry | None:
-        best = -1
+        """The entry for a call known by ``names``, most precise first (the
+        resolved callee, then its type's method, then the spelling): an entry
+        for the very function a call resolves to beats a glob on how the call
+        is spelled; among the entries matching one name, the first listed."""
         for n in names:
             i = self._all.first(n)
-            if i >= 0 and (best < 0 or i < best):
-                best = i
-        return self.entries[best] if best >= 0 else None
+            if i >= 0:
+                return self.entries[i]
+        return None
 
     def pure(self, names: list[str]) -> bool:
         return any(self._pure.first(n) >= 0 for n in names)
