@@ -8,7 +8,7 @@ import textwrap
 from cachelint.facts.cachesites import _named
 from cachelint.files import split_lines
 from cachelint.incremental import cache
-from cachelint.index.expr import render
+from cachelint.index.expr import dotted, render
 from cachelint.index.scans import fills_site, function_imports, scan_hits, use_keys
 from cachelint.index.suppressions import _SUPPRESS_RE, _in_string, parse_suppressions
 from cachelint.index.walk import index_source
@@ -392,3 +392,47 @@ def test_a_constant_subscript_of_a_call_is_an_implicit_getitem():
     got = [c.func for c in fi.functions[0].implicit_calls if c.func[2] == "__getitem__"]
     # the call's element 0; not where the call holds a lambda (its name is given in source order)
     assert got == [("attr", ("call", ("attr", ("name", "g"), "seqs"), (), ()), "__getitem__")]
+
+
+def test_the_statements_that_only_lead_to_a_closing_raise_are_an_error_path():
+    fi = _index(
+        """
+        import torch
+
+        def require(ok):
+            if ok:
+                return check()
+            sm = torch.cuda.get_device_capability()
+            raise RuntimeError(f"needs SM80, got {sm}")
+
+        def loops(xs):
+            for x in xs:
+                if x:
+                    break
+            probe()
+            raise ValueError(describe())
+
+        def caught():
+            try:
+                first()
+                raise KeyError("k")
+            except KeyError:
+                pass
+            return last()
+
+        def leaves(xs):
+            for x in xs:
+                if x:
+                    continue
+                stay = measure(x)
+                raise ValueError(stay)
+        """
+    )
+    handler = {f.name: {dotted(c.func): c.in_handler for c in f.calls} for f in fi.functions}
+    assert handler["require"] == {"check": False, "torch.cuda.get_device_capability": True, "RuntimeError": True}
+    # a `break` of a loop inside the statement does not leave the block
+    assert handler["loops"] == {"probe": True, "ValueError": True, "describe": True}
+    # a `try` may catch what the block raises: not an error path
+    assert handler["caught"] == {"first": False, "KeyError": False, "last": False}
+    # the `continue` leaves the loop's block before the raise only where it runs: what follows it is doomed
+    assert handler["leaves"] == {"measure": True, "ValueError": True}

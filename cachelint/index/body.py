@@ -63,6 +63,41 @@ def always_exits(body: list) -> bool:
     return False
 
 
+def doomed_from(body: list) -> int:
+    """The index of the first statement of ``body`` from which every run of
+    the block ends at the ``raise`` that closes it (``len(body)`` if it does
+    not end in one): going back from the ``raise``, each statement that
+    cannot leave the block otherwise (no ``return``, no ``break`` or
+    ``continue`` of a loop around it). Those statements run only to fail:
+    ``sm = get_device_capability()`` to format the error a check raises."""
+    if not body or type(body[-1]) is not ast.Raise:
+        return len(body)
+    i = len(body) - 1
+    while i > 0 and not _leaves(body[i - 1]):
+        i -= 1
+    return i
+
+
+def _leaves(stmt) -> bool:
+    """``stmt`` may end its block other than by running to its end or
+    raising: a ``return`` in it, or a ``break``/``continue`` outside the loops
+    it holds (nested definitions apart)."""
+    stack: list = [(stmt, False)]
+    while stack:
+        n, in_loop = stack.pop()
+        if isinstance(n, ast.Return):
+            return True
+        if isinstance(n, (ast.Break, ast.Continue)) and not in_loop:
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        inner = in_loop or isinstance(n, (ast.For, ast.AsyncFor, ast.While))
+        stack.extend(
+            (c, inner) for c in ast.iter_child_nodes(n) if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))
+        )
+    return False
+
+
 def _returns_in(body: list) -> bool:
     """A ``return`` anywhere in ``body``, outside nested definitions."""
     stack = list(body)
@@ -256,6 +291,7 @@ class FunctionBodyIndexer:
         self.returns: list[Expr] = []
         self.global_names: list[str] = []
         self.handler_depth = 0
+        self.try_depth = 0  # inside the body of a `try` (or a suppressing `with`)
         self.probe_depth = 0  # inside the body of a `try` that catches ImportError
         self._after: tuple = ()  # what the last statement establishes for the next (see block)
         # (name, iterable node or None) of each `for` and comprehension target,
@@ -368,13 +404,23 @@ class FunctionBodyIndexer:
         skip code inside a loop (a fill there is never proven), so the facts
         they would add are left out; a reader only loses facts by that."""
         g = guard
-        for stmt in body:
-            self._after = ()
-            self.stmt(stmt, g, in_loop)
-            if type(stmt) is ast.Assert:
-                g = g + ((conv(stmt.test), True),)
-            elif self._after:
-                g = g + self._after
+        # the statements that only lead to the block's closing `raise` are an
+        # error path, as an `except` handler is (unless a `try` of the
+        # function may catch what it raises)
+        doomed = doomed_from(body) if not self.try_depth else len(body)
+        try:
+            for i, stmt in enumerate(body):
+                if i == doomed:
+                    self.handler_depth += 1
+                self._after = ()
+                self.stmt(stmt, g, in_loop)
+                if type(stmt) is ast.Assert:
+                    g = g + ((conv(stmt.test), True),)
+                elif self._after:
+                    g = g + self._after
+        finally:
+            if doomed < len(body):
+                self.handler_depth -= 1
         self._after = ()
         return g
 
@@ -475,9 +521,14 @@ class FunctionBodyIndexer:
                     )
                 if item.optional_vars is not None:
                     self._bind(item.optional_vars, UNKNOWN, stmt, guard, in_loop, "with")
-            g_body = self.block(stmt.body, guard, in_loop)  # always indexed; its facts only when it may return
+            suppresses = _suppresses(stmt)
+            self.try_depth += suppresses
+            try:
+                g_body = self.block(stmt.body, guard, in_loop)  # always indexed; its facts only when it may return
+            finally:
+                self.try_depth -= suppresses
             after = g_body[len(guard) :] if _returns_in(stmt.body) else ()
-            if _suppresses(stmt) and after:
+            if suppresses and after:
                 after = _join([after, (_marker(f"an exception suppressed by the `with` at line {stmt.lineno}"),)])
             self._after = after
             return
@@ -485,10 +536,12 @@ class FunctionBodyIndexer:
             base = len(guard)
             probe = any(_catches_import_error(h) for h in stmt.handlers)
             self.probe_depth += probe
+            self.try_depth += 1
             try:
                 g = self.block(stmt.body, guard, in_loop)
             finally:
                 self.probe_depth -= probe
+                self.try_depth -= 1
             normal = self.block(stmt.orelse, g, in_loop)[base:] if stmt.orelse else g[base:]
             if not (_returns_in(stmt.body) or _returns_in(stmt.orelse)):
                 normal = ()
