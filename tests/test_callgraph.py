@@ -172,6 +172,58 @@ def test_cls_is_typed_inside_classmethods():
     assert set(g["m.Config.make"]) >= {"m.Config.__init__", "m.Config.check"}
 
 
+def test_a_class_object_typed_type_of_a_class_reaches_its_methods_and_constructor():
+    """``get_backend() -> type[Backend]`` returns a class: a method called on
+    the result is the class's, calling it constructs one. Which subclass it is
+    configuration chooses, as for an object typed by a base class: only a
+    method the base does not define reaches the subclasses'."""
+    src = """
+    from typing import Optional
+
+    class Backend:
+        @classmethod
+        def update(cls, ctx):
+            return ctx
+
+    class CudaBackend(Backend):
+        @classmethod
+        def update(cls, ctx):
+            return cls.prepare(ctx)
+
+        @classmethod
+        def prepare(cls, ctx):
+            return ctx
+
+    class Impl:
+        def __init__(self, n):
+            self.n = n
+
+    def get_backend() -> type[Backend]:
+        return CudaBackend
+
+    def maybe_impl() -> Optional[type[Impl]]:
+        return Impl
+
+    def step(ctx):
+        return get_backend().update(ctx)
+
+    def prepare_step(ctx):
+        return get_backend().prepare(ctx)
+
+    def build(impl_cls: "type[Impl]", n):
+        return impl_cls(n)
+
+    def build_maybe(n):
+        return maybe_impl()(n)
+    """
+    g = _graph(src)
+    assert "m.Backend.update" in g["m.step"] and "m.CudaBackend.update" not in g["m.step"]
+    assert "m.CudaBackend.prepare" in g["m.prepare_step"]
+    assert "m.Impl.__init__" in g["m.build"]
+    assert "m.Impl.__init__" in g["m.build_maybe"]
+    assert "m.CudaBackend.prepare" in _hot(src, "m.prepare_step")
+
+
 def test_typevar_bounds_and_generic_annotations():
     src = """
     from typing import Generic, TypeVar

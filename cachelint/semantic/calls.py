@@ -90,6 +90,7 @@ class Calls:
         classes: dict[str, ClassInfo]
 
         def cls_param_class(self, root) -> str | None: ...
+        def own_class_param(self, root) -> str | None: ...
         def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext: ...
         def element_functions(self, sub, ctx: FunctionContext) -> list[FunctionInfo]: ...
         def expr_classes(self, e, ctx: FunctionContext, depth: int = 0) -> tuple[str, ...]: ...
@@ -290,7 +291,12 @@ class Calls:
         if len(callee) >= 2:
             base = callee[:-1]
             t = self.cls_param_class(root) if len(base) == 1 else None
-            on_self = t is not None or (len(base) == 1 and isinstance(root, SelfRoot))
+            # on `cls` (a template classmethod) its subclasses' hooks run; a class
+            # object typed `type[Base]` is, like an object typed by a base class, one
+            # implementation that configuration chose (see below)
+            on_self = (t is not None and self.own_class_param(root) is not None) or (
+                len(base) == 1 and isinstance(root, SelfRoot)
+            )
             if t is None:
                 t = self.type_of(base)
                 if t is not None and self.exact_class(base):

@@ -41,7 +41,7 @@ from .containers import Containers
 from .elements import Elements
 from .hierarchy import Hierarchy
 from .idioms import DEFAULT_DECORATORS, CacheDecorators, is_cached_function
-from .types import Types
+from .types import Types, string_annotation
 from .values import (
     ALIAS_KINDS,
     CONSTRUCTORS,
@@ -472,7 +472,32 @@ class Program(Hierarchy, Types, Elements, Containers, Calls):
             self._in_progress.discard(key)
 
     def cls_param_class(self, root) -> str | None:
-        """The class of ``cls``, the first parameter of a classmethod (or of ``__new__``)."""
+        """The class of the class object ``root`` stands for (that class or
+        one of its subclasses): ``cls``, the first parameter of a classmethod
+        (or of ``__new__``); a parameter annotated ``type[C]``; the result of
+        a call of a function of the tree annotated to return ``type[C]``
+        (``get_backend().update_step_context(ctx)`` calls ``C``'s method)."""
+        if isinstance(root, CallRoot):
+            fn = self.callee_function(root.callee)
+            if fn is None or fn.returns_annotation is None or fn.is_async:
+                return None
+            return self.class_object_annotation(fn.returns_annotation, fn.module)
+        if not isinstance(root, ParamRoot):
+            return None
+        f = self.functions.get(root.function)
+        if f is None or not f.params:
+            return None
+        own = self.own_class_param(root)
+        if own is not None:
+            return own
+        for q in f.params:
+            if q.name == root.name and q.annotation is not None and q.kind in ("pos", "kwonly"):
+                return self.class_object_annotation(q.annotation, f.module)
+        return None
+
+    def own_class_param(self, root) -> str | None:
+        """The class of ``cls``, the first parameter of a classmethod (or of
+        ``__new__``): the class its own code runs for, or a subclass of it."""
         if not isinstance(root, ParamRoot):
             return None
         f = self.functions.get(root.function)
@@ -481,3 +506,27 @@ class Program(Hierarchy, Types, Elements, Containers, Calls):
         if f.name == "__new__" or any(_last(d) == "classmethod" for d in f.decorators):
             return f.class_qualname
         return None
+
+    def class_object_annotation(self, ann, module: str, depth: int = 0) -> str | None:
+        """The class of the tree ``ann`` names the class objects of: ``type[C]``,
+        ``Type[C]``, either or None (``Optional[type[C]]``, ``type[C] | None``)."""
+        if ann is None or depth > 4:
+            return None
+        parsed = string_annotation(ann)
+        if parsed is not None:
+            return self.class_object_annotation(parsed, module, depth + 1)
+        if ann[0] == "or":
+            members = [m for m in ann[1] if m != ("const", None) and m != ("name", "None")]
+            return self.class_object_annotation(members[0], module, depth + 1) if len(members) == 1 else None
+        if ann[0] != "sub":
+            return None
+        last = (dotted(ann[1]) or "").rsplit(".", 1)[-1]
+        if last == "Optional":
+            return self.class_object_annotation(ann[2], module, depth + 1)
+        if last == "Union" and ann[2][0] == "tuple":
+            members = [m for m in ann[2][1] if m != ("const", None) and m != ("name", "None")]
+            return self.class_object_annotation(members[0], module, depth + 1) if len(members) == 1 else None
+        if last not in ("type", "Type"):
+            return None
+        c = self.resolve_annotation(ann[2], module)
+        return c if c is not None and c in self.classes else None
