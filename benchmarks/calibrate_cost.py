@@ -141,6 +141,12 @@ def _read3(obj: _Obj) -> int:
     return obj.a + obj.b + obj.c
 
 
+def _sample_fn(x):
+    """What a per-step helper compiled with torch.compile does (a sampler's argmax)."""
+    probs = x.softmax(dim=-1)
+    return probs.argmax(dim=-1)
+
+
 def build_namespace(model_dir: Path) -> dict[str, Any]:
     """Every name the measured statements use, built once (the start-up work is not timed)."""
     import ast
@@ -190,6 +196,9 @@ def build_namespace(model_dir: Path) -> dict[str, Any]:
         prompt_token_ids: list[int] = dataclasses.field(default_factory=lambda: list(range(16)))
         max_tokens: int = 16
         temperature: float = 0.7
+
+    small_logits = torch.randn(4, 32)
+    torch.compile(_sample_fn, dynamic=True)(small_logits)  # the compilation itself is start-up, not timed
 
     return {
         # modules
@@ -253,6 +262,10 @@ def build_namespace(model_dir: Path) -> dict[str, Any]:
         "payload": {"request_id": "req-0", "prompt_token_ids": list(range(16)), "sampling": {"top_p": 0.9}},
         # baselines
         "obj": _Obj(),
+        "functools": functools,
+        "sample_fn": _sample_fn,
+        "small_logits": small_logits,
+        "noop_fn": _read3,
         "read3": _read3,
         "table": {"k": 1, "j": 2},
         "name": "layer",
@@ -292,6 +305,9 @@ def calls(ns: dict[str, Any]) -> list[Call]:
         c("baseline", "read3(obj)", note="python-call"),
         c("baseline", "[obj, name, idx, table]", note="small-build"),
         c("baseline", 'f"{name}.{idx}"', note="small-build"),
+        # a decorated `def` inside a function: what the decorator does each time the def runs
+        c("baseline", "torch.compile(sample_fn, dynamic=True)(small_logits)", note="compile-wrap"),
+        c("baseline", "functools.lru_cache(maxsize=None)(noop_fn)", note="cache-wrap"),
         # --- config-derivation
         c("config-derivation", "model_config.get_head_size()"),
         c("config-derivation", "model_config.get_total_num_kv_heads()"),
@@ -439,11 +455,18 @@ def _autorange(timer: timeit.Timer, min_time: float) -> tuple[int, float]:
         number *= 2 if taken * 4 >= min_time else 10
 
 
-def run(repeat: int, min_time: float, only: set[str] | None, progress: bool) -> tuple[list[Call], dict[str, str]]:
+def run(
+    repeat: int, min_time: float, only: set[str] | None, progress: bool, notes: set[str] | None = None
+) -> tuple[list[Call], dict[str, str]]:
     with tempfile.TemporaryDirectory(prefix="cachelint-calib-") as tmp:
         model_dir = write_model_dir(Path(tmp))
         ns = build_namespace(model_dir)
-        todo = [call for call in calls(ns) if only is None or call.kind in only]
+        todo = [
+            call
+            for call in calls(ns)
+            if (only is None or call.kind in only)
+            and (notes is None or (call.kind == "baseline" and call.note in notes))
+        ]
         from vllm.config.vllm import set_current_vllm_config
         from vllm.forward_context import set_forward_context
 
@@ -645,6 +668,8 @@ def toml_text(results: list[Call], env: dict[str, str], command: str) -> str:
         "#   python-call  a call of a small Python function or method of the tree",
         "#   attribute    an attribute read; dict-lookup a subscript of a dict",
         "#   small-build  building a small list or f-string",
+        "#   compile-wrap applying torch.compile to a function again, and the new wrapper's first call",
+        "#   cache-wrap   applying functools.lru_cache to a function",
         "# [kinds.<kind>] holds, per catalog kind, `seconds`: the median of the medians of",
         "# the kind's typical calls; `min-seconds` and `max-seconds`: their range;",
         '# `evidence`: each call and its median. Calls the catalog marks cost = "low",',
@@ -708,6 +733,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="samples per call (default 5)")
     parser.add_argument("--min-time", type=float, default=0.2, help="seconds per sample at least (default 0.2)")
     parser.add_argument("--kinds", help="comma-separated kinds to measure (default: all)")
+    parser.add_argument(
+        "--baselines",
+        help="comma-separated baseline operations (python-call, compile-wrap, ...) to measure alone;"
+        " --toml then replaces only those lines of the file's [baseline]",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument(
         "--from-json", metavar="IN", help="measure nothing: print and write the results of an earlier --json run"
@@ -729,8 +759,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    only = set(args.kinds.split(",")) | {"baseline"} if args.kinds else None
-    results, env = run(args.repeat, args.min_time, only, progress=not args.quiet)
+    if args.kinds and args.baselines:
+        parser.error("--kinds and --baselines do not go together")
+    only = set(args.kinds.split(",")) | {"baseline"} if args.kinds else {"baseline"} if args.baselines else None
+    notes = set(args.baselines.split(",")) if args.baselines else None
+    results, env = run(args.repeat, args.min_time, only, progress=not args.quiet, notes=notes)
     command = "python benchmarks/calibrate_cost.py " + " ".join(argv if argv is not None else sys.argv[1:])
     report(results, env, command, args)
     if args.json:
@@ -791,6 +824,8 @@ def report(results: list[Call], env: dict[str, str], command: str, args: argpars
         if args.kinds and path.is_file():
             # only some kinds measured: the file keeps its baseline and the other kinds
             text = merge_toml(path.read_text(), text, set(args.kinds.split(",")), command)
+        elif args.baselines and path.is_file():
+            text = merge_baselines(path.read_text(), text, baselines(results), command)
         path.write_text(text)
 
 
@@ -804,6 +839,29 @@ def _sections(text: str) -> tuple[list[str], dict[str, list[str]]]:
             current = blocks.setdefault(line.strip()[1:-1], [])
         current.append(line)
     return head, blocks
+
+
+def merge_baselines(old: str, new: str, measured: dict[str, float], command: str) -> str:
+    """``old`` with the ``[baseline]`` lines of the ``measured`` operations
+    replaced or added, its header describing them as ``new``'s does and
+    noting the command that measured them."""
+    head, blocks = _sections(old)
+    fresh_head, _ = _sections(new)
+    for note in sorted(measured):
+        said = [x for x in fresh_head if x.startswith(f"#   {note} ")]
+        if said and said[0] not in head:
+            at = max((i for i, x in enumerate(head) if x.startswith("#   ")), default=len(head) - 1)
+            head.insert(at + 1, said[0])
+    block = [x for x in blocks.get("baseline", ["[baseline]"]) if x.split(" = ")[0] not in measured]
+    rows = sorted([x for x in block[1:] if x.strip()] + [f"{k} = {v:.3g}" for k, v in measured.items()])
+    blocks["baseline"] = [block[0], *rows]
+    note = f"# and, for baselines {', '.join(sorted(measured))}: {command}"
+    lines = [x for x in head if x != note]
+    at = next((i for i, x in enumerate(lines) if x.startswith("# [baseline]")), len(lines))
+    lines.insert(at, note)
+    return (
+        "\n".join(lines).rstrip("\n") + "\n\n" + "\n\n".join("\n".join(b).rstrip("\n") for b in blocks.values()) + "\n"
+    )
 
 
 def merge_toml(old: str, new: str, kinds: set[str], command: str) -> str:

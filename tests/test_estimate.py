@@ -347,3 +347,51 @@ def test_a_site_reached_through_calls_under_branches_counts_half_per_branch(tmp_
     assert got["prepare"]["reach"] == 0.5 and got["prepare"]["per_step_seconds"] == pytest.approx(100e-6)
     assert got["draft"]["reach"] == 0.25  # two branches around its call
     assert "reached through a call under a branch" in got["prepare"]["text"]
+
+
+def test_measuring_some_baselines_replaces_only_their_lines_and_describes_them():
+    import importlib.util
+    import sys
+
+    from .helpers import REPO
+
+    spec = importlib.util.spec_from_file_location("calibrate_cost", REPO / "benchmarks" / "calibrate_cost.py")
+    assert spec is not None and spec.loader is not None
+    calib = importlib.util.module_from_spec(spec)
+    sys.modules["calibrate_cost"] = calib  # dataclasses look their module up
+    try:
+        spec.loader.exec_module(calib)
+    finally:
+        del sys.modules["calibrate_cost"]
+    old = textwrap.dedent(
+        """\
+        # cachelint cost calibration
+        #   python benchmarks/calibrate_cost.py --toml x
+        # [baseline] holds ordinary operations:
+        #   python-call  a call of a small Python function
+        # [kinds.<kind>] holds ...
+
+        [baseline]
+        attribute = 7e-09
+        cache-wrap = 9e-06
+        python-call = 2.8e-08
+
+        [kinds.io]
+        seconds = 1e-05
+        """
+    )
+    new = "# head\n#   cache-wrap   applying functools.lru_cache to a function\n\n[baseline]\ncache-wrap = 1.1e-06\n"
+    merged = calib.merge_baselines(
+        old, new, {"cache-wrap": 1.1e-06}, "python benchmarks/calibrate_cost.py --baselines cache-wrap"
+    )
+    assert "cache-wrap = 1.1e-06" in merged and "cache-wrap = 9e-06" not in merged
+    assert "attribute = 7e-09" in merged and "python-call = 2.8e-08" in merged
+    assert "[kinds.io]\nseconds = 1e-05" in merged
+    assert "#   cache-wrap   applying functools.lru_cache to a function" in merged
+    assert "# and, for baselines cache-wrap: python benchmarks/calibrate_cost.py --baselines cache-wrap" in merged
+    # measuring again leaves one description and one note
+    again = calib.merge_baselines(
+        merged, new, {"cache-wrap": 1.2e-06}, "python benchmarks/calibrate_cost.py --baselines cache-wrap"
+    )
+    assert again.count("applying functools.lru_cache") == 1 and again.count("# and, for baselines") == 1
+    assert "cache-wrap = 1.2e-06" in again

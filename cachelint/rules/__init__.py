@@ -13,6 +13,7 @@ from .cl006_repeated_call import RepeatedCall
 from .cl007_built_to_measure import BuiltToMeasure
 from .cl008_rebuilt_each_run import RebuiltEachRun
 from .cl009_loop_invariant_callee_work import LoopInvariantCalleeWork
+from .cl010_definition_rebuilt_each_run import DefinitionRebuiltEachRun
 
 ALL_RULES: tuple[type[Rule], ...] = (
     ParseError,
@@ -25,6 +26,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     BuiltToMeasure,
     RebuiltEachRun,
     LoopInvariantCalleeWork,
+    DefinitionRebuiltEachRun,
 )
 BY_CODE = {r.code: r for r in ALL_RULES}
 UnusedNoqa.known_codes = frozenset(BY_CODE)
