@@ -26,8 +26,15 @@ def test_a_definition_over_the_runs_values_is_reported_without_that_check(index,
     assert len(_found(example)) == 1
 
 
-def test_a_memoized_enclosing_function_is_reported_without_that_check(monkeypatch):
+def test_a_definition_kept_beyond_the_run_is_reported_without_that_check(monkeypatch):
     example = RULE.VALID[4]
+    assert _found(example) == []
+    monkeypatch.setattr(cl010, "_escapes", lambda fn_node, name: False)
+    assert len(_found(example)) == 1
+
+
+def test_a_memoized_enclosing_function_is_reported_without_that_check(monkeypatch):
+    example = RULE.VALID[5]
     assert _found(example) == []
     monkeypatch.setattr(Program, "is_cached", lambda self, f: False)
     assert len(_found(example)) == 1

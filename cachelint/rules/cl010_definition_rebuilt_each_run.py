@@ -39,7 +39,10 @@ class DefinitionRebuiltEachRun(Rule):
     and its decorators read nothing of the enclosing function but its object
     (``self``) and the names its local imports bind. A nested function over
     the run's own values (a parameter, a local) is a closure built for that
-    run; a memo over it may be meant to live only as long as the run.
+    run; a memo over it may be meant to live only as long as the run. Nor
+    when the function keeps it beyond the run (returns it, stores it, hands
+    it to a call): then it is built once per keeper, as a fill-once
+    ``self._kernel = kernel`` is.
 
     ## Why is this bad?
     Wrapping a function with ``torch.compile`` costs about half a
@@ -153,6 +156,26 @@ class Sampler:
 """,
             hot_roots=_ROOTS,
         ),
+        # kept on the object under a fill-once guard: compiled once
+        Example(
+            """
+import torch
+
+class Sampler:
+    def __init__(self):
+        self._kernel = None
+
+    def forward(self, logits):
+        if self._kernel is None:
+            @torch.compile
+            def kernel(x):
+                return x.softmax(dim=-1)
+
+            self._kernel = kernel
+        return self._kernel(logits)
+""",
+            hot_roots=_ROOTS,
+        ),
         # the enclosing function is memoized: its body runs once per key
         Example(
             """
@@ -160,16 +183,16 @@ import functools
 import torch
 
 @functools.cache
-def kernel_for(dim):
+def table_for(n):
     @torch.compile
     def kernel(x):
         return x.softmax(dim=-1)
 
-    return kernel
+    return kernel(torch.eye(4))
 
 class Sampler:
     def forward(self, logits):
-        return kernel_for(-1)(logits)
+        return logits @ table_for(4)
 """,
             hot_roots=_ROOTS,
         ),
@@ -315,6 +338,8 @@ def _finding(
     run_bound = _run_bound_names(node, ctx, f)
     if run_bound:
         return None  # built over the run's own values
+    if _escapes(body.node, name):
+        return None  # kept beyond the run (returned, stored, handed on): built once per keeper
     reads_self = f.self_name is not None and f.self_name in _loads(node)
     deco_text = render(deco)
     line = node.decorator_list[0].lineno + body.shift if node.decorator_list else node.lineno + body.shift
@@ -373,6 +398,17 @@ def _outer_def(body: Body, node: ast.AST) -> bool:
     """``node`` is a definition in the function's own scope, not in a nested one."""
     steps = body.steps(node)
     return bool(steps) and not any(isinstance(parent, (*_DEFS, ast.Lambda)) for parent, _f, _i, _c in steps[1:])
+
+
+def _escapes(fn_node: ast.AST, name: str) -> bool:
+    """The enclosing function uses ``name`` other than by calling it: returns
+    it, stores it (``self._kernel = kernel`` under a fill-once guard), or
+    hands it to a call; the definition then outlives the run."""
+    called = {id(n.func) for n in ast.walk(fn_node) if isinstance(n, ast.Call)}
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in called
+        for n in ast.walk(fn_node)
+    )
 
 
 def _loads(node: ast.AST) -> set[str]:
