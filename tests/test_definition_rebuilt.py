@@ -18,7 +18,7 @@ def _found(example) -> list:
     return [f for f in res.findings if f.code == RULE.code]
 
 
-@pytest.mark.parametrize("index", [1, 2])
+@pytest.mark.parametrize("index", [1, 2, 3])
 def test_a_definition_over_the_runs_values_is_reported_without_that_check(index, monkeypatch):
     example = RULE.VALID[index]
     assert _found(example) == []
@@ -27,21 +27,21 @@ def test_a_definition_over_the_runs_values_is_reported_without_that_check(index,
 
 
 def test_a_definition_kept_beyond_the_run_is_reported_without_that_check(monkeypatch):
-    example = RULE.VALID[4]
+    example = RULE.VALID[5]
     assert _found(example) == []
     monkeypatch.setattr(cl010, "_escapes", lambda fn_node, name: False)
     assert len(_found(example)) == 1
 
 
 def test_a_memoized_enclosing_function_is_reported_without_that_check(monkeypatch):
-    example = RULE.VALID[5]
+    example = RULE.VALID[6]
     assert _found(example) == []
     monkeypatch.setattr(Program, "is_cached", lambda self, f: False)
     assert len(_found(example)) == 1
 
 
 def test_a_decorator_that_builds_nothing_is_reported_when_taken_for_one(monkeypatch):
-    example = RULE.VALID[3]
+    example = RULE.VALID[4]
     assert _found(example) == []
     monkeypatch.setattr(cl010, "_rebuilding_decorator", lambda p, g, decorators, patterns: ("cache", decorators[0]))
     assert len(_found(example)) == 1

@@ -125,6 +125,24 @@ class Sampler:
 """,
             hot_roots=_ROOTS,
         ),
+        # two levels down, over the outer method's argument: built for that run
+        Example(
+            """
+import torch
+
+class Sampler:
+    def forward(self, x, scale):
+        def _encode(x):
+            @torch.compile
+            def encoder(x):
+                return x * scale
+
+            return encoder(x)
+
+        return _encode(x)
+""",
+            hot_roots=_ROOTS,
+        ),
         # the decorator reads the run's argument: built for that run
         Example(
             """
@@ -263,6 +281,29 @@ class Sampler(Encoder):
             expect=(("example.py", 12),),
             message_contains=("`__init__`", "reads `self`"),
         ),
+        # two levels down: the helper is nested in `encode`, the compiled function reads its `self`
+        Example(
+            """
+import torch
+
+class Sampler:
+    def __init__(self, encoder):
+        self.encoder = encoder
+
+    def forward(self, x):
+        def _encode(x):
+            @torch.compile
+            def encoder(x):
+                return self.encoder(x)
+
+            return encoder(x)
+
+        return _encode(x)
+""",
+            hot_roots=_ROOTS,
+            expect=(("example.py", 9),),
+            message_contains=("it reads `self`", "`__init__`"),
+        ),
     ]
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
@@ -340,7 +381,8 @@ def _finding(
         return None  # built over the run's own values
     if _escapes(body.node, name):
         return None  # kept beyond the run (returned, stored, handed on): built once per keeper
-    reads_self = f.self_name is not None and f.self_name in _loads(node)
+    obj = _object_name(ctx)
+    reads_self = obj is not None and obj in _loads(node)
     deco_text = render(deco)
     line = node.decorator_list[0].lineno + body.shift if node.decorator_list else node.lineno + body.shift
     text = body.lines[line - 1].rstrip() if line - 1 < len(body.lines) else ""
@@ -368,7 +410,7 @@ def _finding(
     hot = analysis.hot
     chain = hot.chain(f.qualname)
     hot_kind = hot.kind(f.qualname, "hot")
-    why_self = f"; it reads `{f.self_name}`, so build it" if reads_self else "; define it"
+    why_self = f"; it reads `{obj}`, so build it" if reads_self else "; define it"
     message = (
         f"`{name}` is defined, and decorated with `@{deco_text}`, on every run of `{f.name}`: each run builds"
         f" {work}{why_self} {where}; on a {hot_kind} path, reached via {hot_route(chain)}"
@@ -432,13 +474,30 @@ def _loads(node: ast.AST) -> set[str]:
 
 
 def _run_bound_names(node: ast.AST, ctx, f: FunctionInfo) -> list[str]:
-    """The names the definition reads that the enclosing function binds for
-    the run: its parameters (but its object) and its locals (but its local
-    imports)."""
+    """The names the definition reads that the enclosing functions bind for
+    the run: their parameters (but a method's object) and their locals (but
+    local imports), the function's own and, for a function nested in
+    another, the outer ones'."""
     out = []
-    for n in sorted(_loads(node)):
-        if n == f.self_name:
-            continue
-        if n in ctx.params or (n in ctx.locals and any(a.kind != "import" for a in ctx.locals[n])):
-            out.append(n)
+    loads = _loads(node)
+    scope = ctx
+    while scope is not None:
+        for n in sorted(loads):
+            if n == scope.self_name or n in out:
+                continue
+            if n in scope.params or (n in scope.locals and any(a.kind != "import" for a in scope.locals[n])):
+                out.append(n)
+        loads -= set(scope.params) | set(scope.locals)  # an inner binding hides an outer one
+        scope = scope.parent
     return out
+
+
+def _object_name(ctx) -> str | None:
+    """The name of the object (``self``) of the method the definition is in,
+    at any depth of nesting, or None."""
+    scope = ctx
+    while scope is not None:
+        if scope.self_name is not None:
+            return scope.self_name
+        scope = scope.parent
+    return None
