@@ -426,6 +426,11 @@ def test_the_statements_that_only_lead_to_a_closing_raise_are_an_error_path():
                     continue
                 stay = measure(x)
                 raise ValueError(stay)
+
+        def stream(xs):
+            for x in xs:
+                yield convert(x)
+            raise StopIteration_()
         """
     )
     handler = {f.name: {dotted(c.func): c.in_handler for c in f.calls} for f in fi.functions}
@@ -436,3 +441,5 @@ def test_the_statements_that_only_lead_to_a_closing_raise_are_an_error_path():
     assert handler["caught"] == {"first": False, "KeyError": False, "last": False}
     # the `continue` leaves the loop's block before the raise only where it runs: what follows it is doomed
     assert handler["leaves"] == {"measure": True, "ValueError": True}
+    # a generator's values reach its consumer before the raise: the loop is not an error path
+    assert handler["stream"] == {"convert": False, "StopIteration_": True}

@@ -79,22 +79,22 @@ def doomed_from(body: list) -> int:
 
 
 def _leaves(stmt) -> bool:
-    """``stmt`` may end its block other than by running to its end or
-    raising: a ``return`` in it, or a ``break``/``continue`` outside the loops
-    it holds (nested definitions apart)."""
+    """``stmt`` may end its block, or hand a value out, other than by
+    running to its end or raising: a ``return`` or a ``yield`` in it (a
+    generator's values reach its consumer before it fails), or a
+    ``break``/``continue`` outside the loops it holds (nested definitions
+    apart)."""
     stack: list = [(stmt, False)]
     while stack:
         n, in_loop = stack.pop()
-        if isinstance(n, ast.Return):
+        if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)):
             return True
         if isinstance(n, (ast.Break, ast.Continue)) and not in_loop:
             return True
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         inner = in_loop or isinstance(n, (ast.For, ast.AsyncFor, ast.While))
-        stack.extend(
-            (c, inner) for c in ast.iter_child_nodes(n) if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))
-        )
+        stack.extend((c, inner) for c in ast.iter_child_nodes(n))
     return False
 
 
