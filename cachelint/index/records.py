@@ -57,7 +57,8 @@ class CallSite:
     stmt_line: int  # first line of the enclosing statement
     # the call is the whole right-hand side of an assignment to this target
     assigned_to: Expr | None = None
-    # the call is inside an `except` handler (an error path, not the usual one)
+    # the call is on an error path, not the usual one: inside an `except` handler,
+    # or in a statement that can only lead to its block's closing `raise`
     in_handler: bool = False
     # not a call but a read of a property (``func`` is the attribute read;
     # no arguments): its getter runs on each read (see cachelint.facts.properties)
