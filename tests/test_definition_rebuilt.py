@@ -56,3 +56,31 @@ def test_the_estimate_prices_a_compile_per_run_and_a_memo_by_its_body():
     guarded = _found(RULE.INVALID[2])[0]
     assert compiled.data["estimate"]["calls_per_run"] == 1.0
     assert guarded.data["estimate"]["calls_per_run"] == 0.5 and guarded.data["reads_self"]
+
+
+def test_a_nested_class_under_a_configured_compile_decorator_glob_is_reported():
+    from dataclasses import replace
+
+    from cachelint.rules.base import Example
+
+    example = Example(
+        """
+def support_torch_compile(cls):
+    return cls
+
+class Sampler:
+    def forward(self, x):
+        @support_torch_compile
+        class Head:
+            def forward(self, y):
+                return y
+
+        return Head().forward(x)
+""",
+        hot_roots=cl010._ROOTS,
+    )
+    cfg = example_config(example, RULE.code)
+    assert [f for f in lint_sources(example.sources(), cfg).findings if f.code == RULE.code] == []
+    globbed = replace(cfg, extend_compile_decorators=("support_*_compile",))
+    found = [f for f in lint_sources(example.sources(), globbed).findings if f.code == RULE.code]
+    assert [(f.line, f.data["kind"]) for f in found] == [(6, "compile")]

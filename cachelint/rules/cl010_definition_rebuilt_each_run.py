@@ -13,7 +13,7 @@ from ..fixes.hotcalls import hot_route
 from ..index.expr import dotted, render
 from ..index.records import FunctionInfo
 from ..model import Finding, Span
-from ..semantic.compiled import is_compile_decorator
+from ..semantic.compiled import class_decorator_matches, is_compile_decorator
 from .base import Example, Rule
 
 if TYPE_CHECKING:
@@ -346,9 +346,9 @@ def _rebuilding_decorator(p, g: FunctionInfo | None, decorators: list, compile_p
     for d in decorators:
         if is_compile_decorator(d):
             return "compile", d
-        name = dotted(d[1] if d[0] == "call" else d) or ""
-        if g is None and name and any(name == pat or name.rsplit(".", 1)[-1] == pat for pat in compile_patterns):
+        if g is None and class_decorator_matches(d, compile_patterns):
             return "compile", d
+        name = dotted(d[1] if d[0] == "call" else d) or ""
         if g is not None and name.rsplit(".", 1)[-1] != "cached_property" and p.cache_decorators.matches(name):
             return "cache", d
     return None

@@ -37,7 +37,9 @@ def is_compile_decorator(d) -> bool:
     return name == "torch.compile" or name.endswith(".torch.compile")
 
 
-def _class_decorator_matches(d, patterns: tuple[str, ...]) -> bool:
+def class_decorator_matches(d, patterns: tuple[str, ...]) -> bool:
+    """Decorator ``d`` is one of the ``compile-decorators`` globs (on its
+    dotted name or its last part)."""
     name = dotted(d[1] if d[0] == "call" else d) or ""
     last = name.rsplit(".", 1)[-1]
     return any(fnmatchcase(name, p) or fnmatchcase(last, p) for p in patterns)
@@ -52,7 +54,7 @@ def compiled_functions(p: Program, class_decorators: tuple[str, ...] = ()) -> di
     if class_decorators:
         decorated: set[str] = set()
         for c in p.classes.values():
-            if any(_class_decorator_matches(d, class_decorators) for d in c.decorators):
+            if any(class_decorator_matches(d, class_decorators) for d in c.decorators):
                 decorated.update([c.qualname, *p.subclasses(c.qualname)])
         for sub in sorted(decorated):
             m = p.lookup_method(sub, "forward")
