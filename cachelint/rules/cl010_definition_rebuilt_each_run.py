@@ -348,8 +348,8 @@ def _rebuilding_decorator(p, g: FunctionInfo | None, decorators: list, compile_p
             return "compile", d
         if g is None and class_decorator_matches(d, compile_patterns):
             return "compile", d
-        name = dotted(d[1] if d[0] == "call" else d) or ""
-        if g is not None and name.rsplit(".", 1)[-1] != "cached_property" and p.cache_decorators.matches(name):
+        last = (dotted(d[1] if d[0] == "call" else d) or "").rsplit(".", 1)[-1]
+        if g is not None and last != "cached_property" and p.cache_decorators.memoizes(d):
             return "cache", d
     return None
 

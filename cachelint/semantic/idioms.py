@@ -255,6 +255,10 @@ class CacheDecorators:
         self._dotted_globs = GlobSet(dotted_) if dotted_ else None
         self._memo: dict = {}
 
+    def memoizes(self, d) -> bool:
+        """Decorator expression ``d`` (``@lru_cache``, ``@lru_cache(maxsize=1)``) is one of them."""
+        return self.matches(dotted(d[1] if d[0] == "call" else d) or "")
+
     def matches(self, spelled: str) -> bool:
         hit = self._memo.get(spelled)
         if hit is None:
@@ -274,11 +278,7 @@ DEFAULT_DECORATORS = CacheDecorators()
 def is_cached_function(f: FunctionInfo, decorators: CacheDecorators = DEFAULT_DECORATORS) -> bool:
     """Decorated with functools.cache / lru_cache / cached_property and friends
     (``decorators``: the configured list; ``Program.is_cached`` passes it)."""
-    for d in f.decorators:
-        d0 = d[1] if d[0] == "call" else d
-        if decorators.matches(dotted(d0) or ""):
-            return True
-    return False
+    return any(decorators.memoizes(d) for d in f.decorators)
 
 
 def is_property(f: FunctionInfo) -> bool:
