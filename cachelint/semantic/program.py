@@ -41,7 +41,7 @@ from .containers import Containers
 from .elements import Elements
 from .hierarchy import Hierarchy
 from .idioms import DEFAULT_DECORATORS, CacheDecorators, is_cached_function
-from .types import Types, string_annotation
+from .types import Types, only_member, string_annotation
 from .values import (
     ALIAS_KINDS,
     CONSTRUCTORS,
@@ -515,17 +515,12 @@ class Program(Hierarchy, Types, Elements, Containers, Calls):
         parsed = string_annotation(ann)
         if parsed is not None:
             return self.class_object_annotation(parsed, module, depth + 1)
-        if ann[0] == "or":
-            members = [m for m in ann[1] if m != ("const", None) and m != ("name", "None")]
-            return self.class_object_annotation(members[0], module, depth + 1) if len(members) == 1 else None
+        inner = only_member(ann)
+        if inner is not None:
+            return self.class_object_annotation(inner, module, depth + 1)
         if ann[0] != "sub":
             return None
         last = (dotted(ann[1]) or "").rsplit(".", 1)[-1]
-        if last == "Optional":
-            return self.class_object_annotation(ann[2], module, depth + 1)
-        if last == "Union" and ann[2][0] == "tuple":
-            members = [m for m in ann[2][1] if m != ("const", None) and m != ("name", "None")]
-            return self.class_object_annotation(members[0], module, depth + 1) if len(members) == 1 else None
         if last not in ("type", "Type"):
             return None
         c = self.resolve_annotation(ann[2], module)

@@ -37,6 +37,26 @@ def string_annotation(ann):
     return conv(node)
 
 
+_NONE = (("const", None), ("name", "None"))
+
+
+def only_member(ann):
+    """The one type a union annotation admits besides None: ``X`` of
+    ``Optional[X]``, ``Union[X, None]``, ``X | None``; None otherwise."""
+    if ann[0] == "sub":
+        last = (dotted(ann[1]) or "").rsplit(".", 1)[-1]
+        if last == "Optional":
+            return ann[2]
+        if last != "Union" or ann[2][0] != "tuple":
+            return None
+        members = [m for m in ann[2][1] if m not in _NONE]
+    elif ann[0] == "or":
+        members = [m for m in ann[1] if m not in _NONE]
+    else:
+        return None
+    return members[0] if len(members) == 1 else None
+
+
 class Types:
     """Methods of the program (a mixin: ``self`` is the program)."""
 
@@ -94,25 +114,18 @@ class Types:
             if qn not in self.classes and self.is_module_level_variable(qn):
                 return self._annotation_alias(qn, depth)
             return qn
+        inner = only_member(ann)
+        if inner is not None:
+            return self.resolve_annotation(inner, module, depth + 1)
         if k == "sub":
             base = dotted(ann[1]) or ""
             last = base.split(".")[-1]
-            if last == "Optional":
-                return self.resolve_annotation(ann[2], module, depth + 1)
-            if last == "Union" and ann[2][0] == "tuple":
-                members = [m for m in ann[2][1] if m != ("const", None) and m != ("name", "None")]
-                if len(members) == 1:
-                    return self.resolve_annotation(members[0], module, depth + 1)
             if last in ("Final", "ClassVar", "Annotated"):
                 inner = ann[2][1][0] if ann[2][0] == "tuple" else ann[2]
                 return self.resolve_annotation(inner, module, depth + 1)
             # a generic class of the tree with its type arguments: Box[Layer] is a Box
             g = self.resolve_annotation(ann[1], module, depth + 1) if ann[1][0] in ("name", "attr") else None
             return g if g is not None and g in self.classes else None
-        if k == "or":
-            members = [m for m in ann[1] if m != ("const", None) and m != ("name", "None")]
-            if len(members) == 1:
-                return self.resolve_annotation(members[0], module, depth + 1)
         return None
 
     def _annotation_alias(self, qn: str, depth: int) -> str | None:
