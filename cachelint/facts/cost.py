@@ -125,11 +125,31 @@ class Cost:
         return self.why or f"`{self.pattern}` ({self.kind}) is in the expensive-call catalog"
 
 
-def _measured_basis(shown: str, entry: CatalogEntry, seconds: float) -> str:
-    return (
-        f"`{shown}`: {format_seconds(seconds)} per call, measured on real calls of its catalog entry"
-        f" `{entry.pattern}` (calibration)"
-    )
+def _entry_seconds(entry: CatalogEntry) -> tuple[float, str]:
+    """What one call of a catalog entry costs, and where that comes from: the
+    entry's own ``time`` (``"entry"``), else the time measured on real calls
+    of that entry (``"measured"``, ``[entries]`` of ``calibration.toml``),
+    else its kind's calibrated time (``"kind"``)."""
+    if entry.seconds is not None:
+        return entry.seconds, "entry"
+    measured = entry_seconds(entry.pattern)
+    if measured is not None:
+        return measured, "measured"
+    return kind_seconds(entry.kind)[0], "kind"
+
+
+def _entry_timing(entry: CatalogEntry, shown: str) -> Timing:
+    """:func:`_entry_seconds` with its reason, for a call shown as ``shown``."""
+    t, source = _entry_seconds(entry)
+    if source == "entry":
+        return Timing(t, f"`{shown}`: {format_seconds(t)} per call, as its catalog entry says")
+    if source == "measured":
+        return Timing(
+            t,
+            f"`{shown}`: {format_seconds(t)} per call, measured on real calls of its catalog entry"
+            f" `{entry.pattern}` (calibration)",
+        )
+    return Timing(t, f"`{shown}`, kind {entry.kind}: {format_seconds(t)} per call, calibrated")
 
 
 class CostModel(PurityQuestions):
@@ -278,16 +298,8 @@ class CostModel(PurityQuestions):
             entry = None
         body = fn if fn is not None and not self.program.is_cached(fn) else None
         shown = names[0] if names else (fn.qualname if fn is not None else "?")
-        measured = entry_seconds(entry.pattern) if entry is not None and entry.seconds is None else None
         if entry is not None and not (entry.kind in BODY_DECIDES and body is not None):
-            if entry.seconds is not None:
-                return Timing(
-                    entry.seconds, f"`{shown}`: {format_seconds(entry.seconds)} per call, as its catalog entry says"
-                )
-            if measured is not None:
-                return Timing(measured, _measured_basis(shown, entry, measured))
-            t, _evidence = kind_seconds(entry.kind)
-            return Timing(t, f"`{shown}`, kind {entry.kind}: {format_seconds(t)} per call, calibrated")
+            return _entry_timing(entry, shown)
         if fn is not None and body is None:
             t = baseline("python-call") + baseline("dict-lookup")
             return Timing(t, f"`{fn.qualname}` is memoized: a lookup per call")
@@ -345,10 +357,7 @@ class CostModel(PurityQuestions):
         entry = self.catalog.match(names)
         if entry is not None and entry.kind != "declared-pure":
             if not (entry.kind in BODY_DECIDES and target is not None and not p.is_cached(target)):
-                if entry.seconds is not None:
-                    return entry.seconds
-                measured = entry_seconds(entry.pattern)
-                return measured if measured is not None else kind_seconds(entry.kind)[0]
+                return _entry_seconds(entry)[0]
         if target is None:
             return baseline("python-call")
         if p.is_cached(target):
