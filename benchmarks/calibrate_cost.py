@@ -855,13 +855,7 @@ def merge_baselines(old: str, new: str, measured: dict[str, float], command: str
     block = [x for x in blocks.get("baseline", ["[baseline]"]) if x.split(" = ")[0] not in measured]
     rows = sorted([x for x in block[1:] if x.strip()] + [f"{k} = {v:.3g}" for k, v in measured.items()])
     blocks["baseline"] = [block[0], *rows]
-    note = f"# and, for baselines {', '.join(sorted(measured))}: {command}"
-    lines = [x for x in head if x != note]
-    at = next((i for i, x in enumerate(lines) if x.startswith("# [baseline]")), len(lines))
-    lines.insert(at, note)
-    return (
-        "\n".join(lines).rstrip("\n") + "\n\n" + "\n\n".join("\n".join(b).rstrip("\n") for b in blocks.values()) + "\n"
-    )
+    return _assemble(head, blocks, f"# and, for baselines {', '.join(sorted(measured))}: {command}")
 
 
 def merge_toml(old: str, new: str, kinds: set[str], command: str) -> str:
@@ -880,7 +874,13 @@ def merge_toml(old: str, new: str, kinds: set[str], command: str) -> str:
         for name, block in fresh.items():
             if name.startswith("entries.") and mine in block:
                 blocks[name] = block
-    note = f"# and, for kinds {', '.join(sorted(kinds))}: {command}"
+    return _assemble(head, blocks, f"# and, for kinds {', '.join(sorted(kinds))}: {command}")
+
+
+def _assemble(head: list[str], blocks: dict[str, list[str]], note: str) -> str:
+    """A calibration TOML from its leading lines and its blocks, ``note`` (the
+    command of a partial measurement) said once, before the ``[baseline]``
+    description."""
     lines = [x for x in head if x != note]
     at = next((i for i, x in enumerate(lines) if x.startswith("# [baseline]")), len(lines))
     lines.insert(at, note)
