@@ -65,6 +65,21 @@ class CatalogEntry:
 
 
 @dataclass(frozen=True)
+class CustomOpRegistrar:
+    """A function that registers a Python function as a torch custom op
+    (``custom-op-registrars``): a call of ``torch.ops.<namespace>.<op>``, or
+    of one of its overloads (``.default``), then runs the registered function.
+    Each argument is read by keyword, else at its position (None: not read)."""
+
+    pattern: str  # glob on the registering function's qualified name, or its spelling
+    decorator: bool = False  # used as a decorator of the registered function; else called with it
+    op: tuple[str | None, int | None] = (None, None)  # the op's name; absent: the function's own
+    function: tuple[str | None, int | None] = (None, None)  # a call's registered function
+    namespace: str | None = None  # the op's namespace when the op's name and `library` do not say
+    library: tuple[str | None, int | None] = (None, None)  # a torch.library.Library("<namespace>", ...)
+
+
+@dataclass(frozen=True)
 class Config:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -90,6 +105,7 @@ class Config:
     # runs per step of each hot kind, overriding cachelint/facts/frequency.toml ([tool.cachelint.frequency])
     frequency: tuple[tuple[str, float], ...] = ()
     extend_compile_decorators: tuple[str, ...] = ()
+    extend_custom_op_registrars: tuple[CustomOpRegistrar, ...] = ()
     source: str | None = None  # the file it came from
     # resolved later by `resolve_presets`
     active_presets: tuple[str, ...] = ()
@@ -99,6 +115,8 @@ class Config:
     cold: tuple[str, ...] = ()  # functions the hot-path walk never enters
     # class decorators that compile the class's forward (presets plus extend-compile-decorators)
     compile_decorators: tuple[str, ...] = ()
+    # functions that register torch custom ops (presets plus extend-custom-op-registrars)
+    custom_op_registrars: tuple[CustomOpRegistrar, ...] = ()
 
     def with_overrides(self, **kw) -> Config:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
@@ -137,6 +155,7 @@ _KEYS = {
     "include-vendored",
     "frequency",
     "extend-compile-decorators",
+    "extend-custom-op-registrars",
 }
 
 
@@ -217,6 +236,44 @@ def _roots(v, where: str, key: str) -> tuple[HotRoot, ...]:
     return tuple(out)
 
 
+def _registrars(v, where: str, key: str) -> tuple[CustomOpRegistrar, ...]:
+    if not isinstance(v, list):
+        raise ConfigError(f"{where}: `{key}` must be a list of tables")
+    out = []
+    for item in v:
+        if not isinstance(item, dict) or len([k for k in ("call", "decorator") if k in item]) != 1:
+            raise ConfigError(f"{where}: each `{key}` entry is a table with a `call` or a `decorator` glob")
+        by_decorator = "decorator" in item
+        pattern = item["decorator" if by_decorator else "call"]
+        namespace = item.get("namespace")
+        if not isinstance(pattern, str) or not (namespace is None or isinstance(namespace, str)):
+            raise ConfigError(f"{where}: a `{key}` entry's `call`, `decorator` and `namespace` are strings")
+        unknown = (
+            set(item)
+            - {"call", "decorator", "namespace"}
+            - {f"{a}{s}" for a in ("op", "function", "library") for s in ("", "-position")}
+        )
+        if unknown:
+            raise ConfigError(f"{where}: a `{key}` entry has unknown keys: {', '.join(sorted(unknown))}")
+
+        function = _registrar_argument(item, "function", where, key)
+        if not by_decorator and function == (None, None):
+            raise ConfigError(f"{where}: a `{key}` entry with `call` names its `function` argument")
+        op, library = (_registrar_argument(item, a, where, key) for a in ("op", "library"))
+        out.append(CustomOpRegistrar(pattern, by_decorator, op, function, namespace, library))
+    return tuple(out)
+
+
+def _registrar_argument(item: dict, name: str, where: str, key: str) -> tuple[str | None, int | None]:
+    """(keyword, position) of a registrar entry's argument ``name`` (``op``, ``function``, ``library``)."""
+    kw, pos = item.get(name), item.get(f"{name}-position")
+    if not (kw is None or isinstance(kw, str)) or not (
+        pos is None or (isinstance(pos, int) and not isinstance(pos, bool) and pos >= 0)
+    ):
+        raise ConfigError(f"{where}: `{key}`: `{name}` is a keyword, `{name}-position` a position from 0")
+    return kw, pos
+
+
 def _catalog(v, where: str, key: str) -> tuple[CatalogEntry, ...]:
     if not isinstance(v, list):
         raise ConfigError(f"{where}: `{key}` must be a list")
@@ -288,6 +345,10 @@ def parse_table(t: dict, where: str) -> Config:
     if "frequency" in t:
         kw["frequency"] = _frequency(t["frequency"], where)
     kw["extend_compile_decorators"] = _str_list(t, "extend-compile-decorators", where)
+    if "extend-custom-op-registrars" in t:
+        kw["extend_custom_op_registrars"] = _registrars(
+            t["extend-custom-op-registrars"], where, "extend-custom-op-registrars"
+        )
     vendored = _str_list(t, "vendored", where) if "vendored" in t else DEFAULT_VENDORED
     kw["vendored"] = vendored + _str_list(t, "extend-vendored", where)
     if "include-vendored" in t:
@@ -377,6 +438,7 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
     decorators: list[str] = list(DEFAULT_CACHE_DECORATORS)
     cold: list[str] = []
     compile_decorators: list[str] = []
+    registrars: list[CustomOpRegistrar] = []
     pure: list[str] = []
     for n in names:
         data = load_preset(n)
@@ -385,8 +447,10 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
         decorators.extend(_str_list(data, "cache-decorators", f"preset {n}"))
         cold.extend(_str_list(data, "cold-functions", f"preset {n}"))
         compile_decorators.extend(_str_list(data, "compile-decorators", f"preset {n}"))
+        registrars.extend(_registrars(data.get("custom-op-registrars", []), f"preset {n}", "custom-op-registrars"))
         pure.extend(_str_list(data, "pure-calls", f"preset {n}"))
     compile_decorators.extend(cfg.extend_compile_decorators)
+    registrars.extend(cfg.extend_custom_op_registrars)
     if cfg.cache_decorators is not None:
         decorators = list(cfg.cache_decorators)
     decorators.extend(cfg.extend_cache_decorators)
@@ -409,4 +473,5 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
         decorators=tuple(dict.fromkeys(decorators)),
         cold=tuple(dict.fromkeys(cold)),
         compile_decorators=tuple(dict.fromkeys(compile_decorators)),
+        custom_op_registrars=tuple(dict.fromkeys(registrars)),
     )

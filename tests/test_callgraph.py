@@ -14,7 +14,7 @@ import pytest
 
 from cachelint.api import call_graph as api_call_graph
 from cachelint.cli import main
-from cachelint.config import HotRoot
+from cachelint.config import CustomOpRegistrar, HotRoot
 from cachelint.index.walk import index_source
 from cachelint.semantic.callgraph import call_graph, hot_paths
 from cachelint.semantic.program import Program
@@ -766,3 +766,112 @@ def test_elements_of_an_attribute_of_an_object_a_factory_returns():
             return out
     """
     assert "m.Manager.take" in _graph(src)["m.Cache.drain"]
+
+
+_REGISTRARS = (
+    CustomOpRegistrar(
+        "*.register_op", op=("op_name", 0), function=("op_func", 1), namespace="eng", library=("target_lib", 2)
+    ),
+    CustomOpRegistrar("torch.library.custom_op", decorator=True, op=("name", 0)),
+)
+
+
+def _ops_graph(src: str, registrars=_REGISTRARS) -> dict:
+    util = """
+    def register_op(op_name, op_func, target_lib=None):
+        pass
+    """
+    return call_graph(
+        Program(
+            [
+                index_source(textwrap.dedent(util), "util.py", "util", False),
+                index_source(textwrap.dedent(src), "m.py", "m", False),
+            ],
+            custom_op_registrars=registrars,
+        ),
+        external=False,
+    )
+
+
+def test_a_torch_custom_op_call_runs_the_function_registered_under_its_name():
+    src = """
+    import torch
+    from torch.library import Library
+    from util import register_op
+
+    other_lib = Library("other", "FRAGMENT")
+
+    def all_reduce(x):
+        return x
+
+    def gather(x):
+        return x
+
+    def scatter(x):
+        return x
+
+    def unnamed(x):
+        return x
+
+    register_op(op_name="all_reduce", op_func=all_reduce)
+    register_op("gather", gather, other_lib)
+    NAME = "unnamed"
+    register_op(NAME, unnamed)
+
+    def setup():
+        register_op("scatter", scatter)
+
+    @torch.library.custom_op("mylib::fused", mutates_args=())
+    def fused(x):
+        return x
+
+    def overload(x):
+        return torch.ops.eng.all_reduce.default(x)
+
+    def forward(x):
+        torch.ops.eng.all_reduce(x)
+        torch.ops.other.gather(x)
+        torch.ops.eng.scatter(x)
+        torch.ops.mylib.fused(x)
+
+    def elsewhere(x):
+        torch.ops._C.all_reduce(x)
+        torch.ops.eng.gather(x)
+        torch.ops.eng.unnamed(x)
+    """
+    g = _ops_graph(src)
+    assert sorted(set(g["m.forward"])) == ["m.all_reduce", "m.fused", "m.gather", "m.scatter"]
+    # an overload of the op too; not the C++ namespace's op of the same name, nor
+    # an op registered in another library, nor one whose name is not a constant string
+    assert g["m.overload"] == ["m.all_reduce"]
+    assert g["m.elsewhere"] == []
+    # without registrars (no preset names one) no call of torch.ops is an edge
+    assert _ops_graph(src, ())["m.forward"] == []
+
+
+def test_the_hot_walk_enters_custom_ops():
+    src = """
+    import torch
+    from util import register_op
+
+    def collective(x):
+        return probe(x)
+
+    def probe(x):
+        return x
+
+    register_op("collective", collective)
+
+    class Layer:
+        def forward(self, x):
+            return torch.ops.eng.collective(x)
+    """
+    program = Program(
+        [
+            index_source("def register_op(op_name, op_func, target_lib=None):\n    pass\n", "util.py", "util", False),
+            index_source(textwrap.dedent(src), "m.py", "m", False),
+        ],
+        custom_op_registrars=_REGISTRARS,
+    )
+    hp = hot_paths(program, (HotRoot("*.Layer.forward", "per-layer"),))
+    assert {"m.collective", "m.probe"} <= set(hp.chains)

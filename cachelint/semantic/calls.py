@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..index.expr import _last_name
+from ..index.expr import _last_name, dotted
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
 from .values import (
     MODULE_CODE,
@@ -92,6 +92,7 @@ class Calls:
         def cls_param_class(self, root) -> str | None: ...
         def own_class_param(self, root) -> str | None: ...
         def context(self, f: FunctionInfo, self_class: str | None = None) -> FunctionContext: ...
+        def custom_op_targets(self, callee: Value | None, spelled: str | None) -> list[FunctionInfo]: ...
         def element_functions(self, sub, ctx: FunctionContext) -> list[FunctionInfo]: ...
         def expr_classes(self, e, ctx: FunctionContext, depth: int = 0) -> tuple[str, ...]: ...
         def exact_class(self, v: Value) -> bool: ...
@@ -359,6 +360,8 @@ class Calls:
                 if g is not None:
                     out.append(g)
                     self._opaque_args.add((id(call), g.qualname))
+        if fn is None and not out:  # torch.ops.<ns>.<op>(...): the function registered as that op
+            out.extend(self.custom_op_targets(callee, dotted(func)))
         return out
 
     def _targets_on_classes(self, classes: tuple[str, ...], name: str) -> list[FunctionInfo]:

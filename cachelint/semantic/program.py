@@ -33,11 +33,13 @@ from __future__ import annotations
 import builtins
 import sys
 
+from ..config import CustomOpRegistrar
 from ..files import decode_source, read_bytes, source_digest, split_lines
 from ..index.expr import _last_name, dotted
 from ..index.records import ClassInfo, FileIndex, FunctionInfo
 from .calls import Calls
 from .containers import Containers
+from .customops import CustomOps
 from .elements import Elements
 from .hierarchy import Hierarchy
 from .idioms import DEFAULT_DECORATORS, CacheDecorators, is_cached_function
@@ -99,7 +101,7 @@ class FunctionContext:
         return self.f.name in CONSTRUCTORS and self.self_class is not None
 
 
-class Program(Hierarchy, Types, Elements, Containers, Calls):
+class Program(Hierarchy, Types, Elements, Containers, CustomOps, Calls):
     """The whole program. Class hierarchies (:mod:`.hierarchy`), types
     (:mod:`.types`), containers (:mod:`.containers`) and call resolution
     (:mod:`.calls`) are mixins of it."""
@@ -109,6 +111,7 @@ class Program(Hierarchy, Types, Elements, Containers, Calls):
         indexes: list[FileIndex],
         cache_decorators: CacheDecorators | None = None,
         sources: dict[str, bytes] | None = None,
+        custom_op_registrars: tuple[CustomOpRegistrar, ...] = (),
     ) -> None:
         self.indexes = indexes
         # which decorators memoize (configuration and presets: `cache-decorators`)
@@ -116,6 +119,9 @@ class Program(Hierarchy, Types, Elements, Containers, Calls):
         # files whose analysed content is held in memory, not on disk (a
         # fix pass's output under --diff): path -> the bytes --fix would write
         self._overlay = sources or {}
+        # functions that register torch custom ops (see .customops)
+        self.custom_op_registrars = custom_op_registrars
+        self._custom_ops: dict | None = None
         self.modules: dict[str, FileIndex] = {}
         self.modules_by_path: dict[str, FileIndex] = {}
         self.functions: dict[str, FunctionInfo] = {}
