@@ -69,13 +69,18 @@ class Defs:
     params: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-@dataclass
 class _Code:
-    """What the recorder knows about one code object of the package."""
+    """What the recorder knows about one function of the package (shared by
+    its code objects), and what was measured of it: ``stats`` is its entry
+    of :attr:`Record.functions`, made at its first measured call."""
 
-    qualname: str
-    step: bool
-    params: tuple[str, ...] | None  # fingerprinted: the parameter names
+    __slots__ = ("params", "qualname", "stats", "step")
+
+    def __init__(self, qualname: str, step: bool, params: tuple[str, ...] | None) -> None:
+        self.qualname = qualname
+        self.step = step
+        self.params = params  # fingerprinted: the parameter names
+        self.stats: list | None = None
 
 
 _UNSEEN = _Code("", False, None)  # a code object not looked at yet
@@ -104,14 +109,13 @@ class Record:
 
 # A measured frame on a thread's stack is a list (cheaper to make than an object):
 KEY = 0  # the frame (setprofile), code object or (code, offset) (monitoring) that ends it
-FN = 1  # qualname of a package function, or None for a call out of the package
+INFO = 1  # the package function's _Code, or None for a call out of the package
 SITE = 2  # (caller, line, callee) or None
 START = 3  # the clock at its start
 CHILD = 4  # the time of the measured frames it called
 STEP = 5  # inside a step
 ARGS = 6  # argument fingerprint, an Unfingerprinted reason, or None
-MARKER = 7  # a step function's own frame
-OUTER = 8  # the outermost frame of its function on the stack (recursion)
+OUTER = 7  # the outermost frame of its function on the stack (recursion)
 
 
 class _Thread:
@@ -122,7 +126,7 @@ class _Thread:
     def __init__(self) -> None:
         self.stack: list[list] = []  # measured frames, see KEY ... OUTER
         self.depth = 0  # step frames on the stack
-        self.active: dict[str, int] = {}  # qualname -> its frames on the stack (recursion)
+        self.active: dict[_Code, int] = {}  # function -> its frames on the stack (recursion)
 
 
 class Recorder:
@@ -134,6 +138,7 @@ class Recorder:
         # by id(): a code object hashes its whole bytecode on every lookup. The
         # code objects are kept alive (``_keep``), so an id is never reused.
         self._codes: dict[int, _Code | None] = {}
+        self._infos: dict[str, _Code] = {}  # qualname -> its _Code
         self._keep: list[CodeType] = []
         self._real: dict[str, str | None] = {}
         self._local = threading.local()
@@ -163,7 +168,9 @@ class Recorder:
             if best is not None:
                 q = best[1]
                 params = self.defs.params.get(q) if q in self.defs.watched else None
-                out = _Code(q, q in self.defs.steps, params)
+                out = self._infos.get(q)
+                if out is None:  # one per function, whichever of its code objects runs
+                    out = self._infos[q] = _Code(q, q in self.defs.steps, params)
         self._codes[id(code)] = out
         self._keep.append(code)
         return out
@@ -185,20 +192,17 @@ class Recorder:
             return t
 
     def push(self, t: _Thread, key, info: _Code | None, site, callee_locals: Callable[[], dict] | None) -> None:
-        fn = None
-        marker = outer = False
+        outer = False
         args: Any = None
         if info is not None:
-            fn = info.qualname
-            marker = info.step
-            if marker:
+            if info.step:
                 if t.depth == 0:
                     self.record.steps += 1
                 t.depth += 1
             active = t.active
-            n = active.get(fn, 0)
+            n = active.get(info, 0)
             outer = n == 0
-            active[fn] = n + 1
+            active[info] = n + 1
             # fingerprints only where they count: at a call site of the package, in a step
             # (or in every call when no step is named)
             if (
@@ -210,48 +214,46 @@ class Recorder:
                 args = self._settled.get(site)
                 if args is None:
                     args = fp.arguments(info.params, callee_locals())
-        t.stack.append([key, fn, site, _clock(), 0.0, t.depth > 0, args, marker, outer])
+        t.stack.append([key, info, site, _clock(), 0.0, t.depth > 0, args, outer])
 
     def pop(self, t: _Thread, value: Any = None, raised: bool = False) -> None:
         """End the frame on top of ``t``'s stack (the caller checked that its key ended)."""
         elapsed = _clock()
         stack = t.stack
         f = stack.pop()
-        elapsed -= f[START]
+        elapsed -= f[3]  # START
         if stack:
-            stack[-1][CHILD] += elapsed
-        rec = self.record
-        fn = f[FN]
-        step = f[STEP]
-        if fn is not None:
-            if f[MARKER]:
+            stack[-1][4] += elapsed  # CHILD
+        info, site, step = f[1], f[2], f[5]
+        if info is not None:
+            if info.step:
                 t.depth -= 1
-            t.active[fn] -= 1
-            s = rec.functions.get(fn)
+            t.active[info] -= 1
+            s = info.stats
             if s is None:
-                s = rec.functions[fn] = [0, 0.0, 0.0, 0, 0.0, 0.0]
-            own = elapsed - f[CHILD]
-            s[0] += 1
-            s[2] += own
-            if f[OUTER]:
-                s[1] += elapsed
+                s = info.stats = self.record.functions.setdefault(info.qualname, [0, 0.0, 0.0, 0, 0.0, 0.0])
+            own = elapsed - f[4]
             if step:
                 s[3] += 1
                 s[5] += own
-                if f[OUTER]:
+                if f[7]:  # OUTER
                     s[4] += elapsed
-        site = f[SITE]
+            s[0] += 1
+            s[2] += own
+            if f[7]:
+                s[1] += elapsed
         if site is not None:
-            c = rec.sites.get(site)
+            sites = self.record.sites
+            c = sites.get(site)
             if c is None:
-                c = rec.sites[site] = [0, 0.0, 0, 0.0]
+                c = sites[site] = [0, 0.0, 0, 0.0]
             c[0] += 1
             c[1] += elapsed
             if step:
                 c[2] += 1
                 c[3] += elapsed
-            if f[ARGS] is not None:
-                self._repeat(site, f[ARGS], value, raised, elapsed)
+            if f[6] is not None:  # ARGS
+                self._repeat(site, f[6], value, raised, elapsed)
 
     def _repeat(self, site: tuple, args: Any, value: Any, raised: bool, elapsed: float) -> None:
         r = self.record.repeats.get(site)
@@ -330,17 +332,26 @@ def _external_names() -> Callable[[CodeType], str]:
 
 
 def _c_names() -> Callable[[Any], str]:
-    """:func:`_c_name`, remembered for callables that outlive their calls (functions of modules, classes)."""
+    """:func:`_c_name`, remembered: for callables that outlive their calls
+    (functions of modules, classes) by identity, and for methods bound to an
+    object (``tensor.view``, new at each call) by the object's type and the
+    method's name."""
     memo: dict[int, str] = {}
+    bound: dict[tuple, str] = {}
     module = type(sys)
 
     def c_name(fn: Any) -> str:
         name = memo.get(id(fn))
+        if name is not None:
+            return name
+        owner = getattr(fn, "__self__", None)
+        if owner is None or type(owner) is module or isinstance(fn, type):
+            name = memo[id(fn)] = _c_name(fn)  # the object lives as long as its module
+            return name
+        key = (type(owner), getattr(fn, "__name__", None))
+        name = bound.get(key)
         if name is None:
-            name = _c_name(fn)
-            owner = getattr(fn, "__self__", None)
-            if owner is None or type(owner) is module or isinstance(fn, type):
-                memo[id(fn)] = name  # the object lives as long as its module
+            name = bound[key] = _c_name(fn)
         return name
 
     return c_name
@@ -386,19 +397,9 @@ class _SetProfile:
         running = self.running
 
         def event(frame, event: str, arg) -> None:
-            if event == "c_return" or event == "c_exception":
-                if stack and stack[-1][KEY] is arg:
-                    pop(t)
-            elif event == "c_call":
-                caller = codes.get(id(frame.f_code))
-                if (
-                    caller is not None
-                    and id(arg) not in cheap
-                    and type(getattr(arg, "__self__", None)) not in cheap_receivers
-                ):
-                    push(t, arg, None, (caller.qualname, frame.f_lineno, c_name(arg)), None)
-            elif event == "return":
-                if stack and stack[-1][KEY] is frame:
+            # most frequent first: returns and calls of Python functions, then C calls
+            if event == "return":
+                if stack and stack[-1][0] is frame:  # KEY
                     pop(t, arg)
             elif event == "call":
                 if not running[0]:  # measuring stopped: this thread outlived it (3.11 cannot unhook it from outside)
@@ -417,6 +418,17 @@ class _SetProfile:
                     return
                 site = (caller.qualname, back.f_lineno, info.qualname) if caller is not None else None
                 push(t, frame, info, site, (lambda: frame.f_locals) if info.params is not None else None)
+            elif event == "c_return" or event == "c_exception":
+                if stack and stack[-1][0] is arg:  # KEY
+                    pop(t)
+            else:  # c_call
+                caller = codes.get(id(frame.f_code))
+                if (
+                    caller is not None
+                    and id(arg) not in cheap
+                    and type(getattr(arg, "__self__", None)) not in cheap_receivers
+                ):
+                    push(t, arg, None, (caller.qualname, frame.f_lineno, c_name(arg)), None)
 
         return event
 
