@@ -821,6 +821,12 @@ def test_a_torch_custom_op_call_runs_the_function_registered_under_its_name():
     def setup():
         register_op("scatter", scatter)
 
+    def hidden(x):
+        return x
+
+    SPEC = {"op_name": "renamed"}
+    register_op(op_func=hidden, **SPEC)
+
     @torch.library.custom_op("mylib::fused", mutates_args=())
     def fused(x):
         return x
@@ -838,11 +844,13 @@ def test_a_torch_custom_op_call_runs_the_function_registered_under_its_name():
         torch.ops._C.all_reduce(x)
         torch.ops.eng.gather(x)
         torch.ops.eng.unnamed(x)
+        torch.ops.eng.hidden(x)
     """
     g = _ops_graph(src)
     assert sorted(set(g["m.forward"])) == ["m.all_reduce", "m.fused", "m.gather", "m.scatter"]
     # an overload of the op too; not the C++ namespace's op of the same name, nor
-    # an op registered in another library, nor one whose name is not a constant string
+    # an op registered in another library, nor one whose name is not a constant
+    # string or may come through **kwargs (never guessed from the function's name)
     assert g["m.overload"] == ["m.all_reduce"]
     assert g["m.elsewhere"] == []
     # without registrars (no preset names one) no call of torch.ops is an edge

@@ -116,7 +116,7 @@ class CustomOps:
         for r in registrars:
             if any(fnmatchcase(n, r.pattern) for n in names):
                 fexpr = _argument(r.function, c.args, c.kwargs)
-                v = self.canon(fexpr, ctx) if fexpr is not None else None
+                v = self.canon(fexpr, ctx) if fexpr is not None and fexpr is not _UNREAD else None
                 fn = self.callee_function(v) if v is not None else None
                 if fn is not None:
                     found = self._op_name(r, c.args, c.kwargs, fn.name, ctx)
@@ -127,7 +127,7 @@ class CustomOps:
     def _op_name(self, r: CustomOpRegistrar, args, kwargs, default: str, ctx) -> tuple[str, str] | None:
         """(namespace, op) a registration names, or None when either is unknown."""
         e = _argument(r.op, args, kwargs)
-        if e is None:
+        if e is None:  # not passed: the op is named after the function
             name = default
         elif e[0] == "const" and isinstance(e[1], str):
             name = e[1]
@@ -137,6 +137,8 @@ class CustomOps:
         if sep:
             return (ns, op) if ns and op else None
         lib = _argument(r.library, args, kwargs)
+        if lib is _UNREAD:
+            return None
         if lib is None or lib == ("const", None):
             return (r.namespace, name) if r.namespace else None
         ns_of = self._library_namespace(lib, ctx)
@@ -175,15 +177,25 @@ def _library_call_namespace(e) -> str | None:
     return first[1] if first[0] == "const" and isinstance(first[1], str) else None
 
 
+_UNREAD = ("?",)  # an argument that may be passed but cannot be read: through `*args` or `**kwargs`
+
+
 def _argument(where: tuple[str | None, int | None], args, kwargs):
-    """The expression passed as the argument ``where`` (keyword, position), or None."""
+    """The expression passed as the argument ``where`` (keyword, position):
+    None when it is not passed, ``_UNREAD`` when it may be, through a
+    ``*args`` or ``**kwargs`` that cannot be read."""
     kw, pos = where
     if kw is not None:
         for k, v in kwargs:
             if k == kw:
                 return v
-    if pos is not None and pos < len(args) and UNKNOWN not in args[: pos + 1]:  # past a `*args`: unknown
-        return args[pos]
+    if pos is not None:
+        if UNKNOWN in args[: pos + 1]:  # at or past a `*args`, or an expression not indexed
+            return _UNREAD
+        if pos < len(args):
+            return args[pos]
+    if kw is not None and any(k is None for k, _ in kwargs):
+        return _UNREAD
     return None
 
 
