@@ -221,10 +221,10 @@ class Recorder:
         elapsed = _clock()
         stack = t.stack
         f = stack.pop()
-        elapsed -= f[3]  # START
+        elapsed -= f[START]
         if stack:
-            stack[-1][4] += elapsed  # CHILD
-        info, site, step = f[1], f[2], f[5]
+            stack[-1][CHILD] += elapsed
+        info, site, step = f[INFO], f[SITE], f[STEP]
         if info is not None:
             if info.step:
                 t.depth -= 1
@@ -232,15 +232,15 @@ class Recorder:
             s = info.stats
             if s is None:
                 s = info.stats = self.record.functions.setdefault(info.qualname, [0, 0.0, 0.0, 0, 0.0, 0.0])
-            own = elapsed - f[4]
+            own = elapsed - f[CHILD]
             if step:
                 s[3] += 1
                 s[5] += own
-                if f[7]:  # OUTER
+                if f[OUTER]:
                     s[4] += elapsed
             s[0] += 1
             s[2] += own
-            if f[7]:
+            if f[OUTER]:
                 s[1] += elapsed
         if site is not None:
             sites = self.record.sites
@@ -252,8 +252,8 @@ class Recorder:
             if step:
                 c[2] += 1
                 c[3] += elapsed
-            if f[6] is not None:  # ARGS
-                self._repeat(site, f[6], value, raised, elapsed)
+            if f[ARGS] is not None:
+                self._repeat(site, f[ARGS], value, raised, elapsed)
 
     def _repeat(self, site: tuple, args: Any, value: Any, raised: bool, elapsed: float) -> None:
         r = self.record.repeats.get(site)
@@ -399,7 +399,7 @@ class _SetProfile:
         def event(frame, event: str, arg) -> None:
             # most frequent first: returns and calls of Python functions, then C calls
             if event == "return":
-                if stack and stack[-1][0] is frame:  # KEY
+                if stack and stack[-1][KEY] is frame:
                     pop(t, arg)
             elif event == "call":
                 if not running[0]:  # measuring stopped: this thread outlived it (3.11 cannot unhook it from outside)
@@ -419,7 +419,7 @@ class _SetProfile:
                 site = (caller.qualname, back.f_lineno, info.qualname) if caller is not None else None
                 push(t, frame, info, site, (lambda: frame.f_locals) if info.params is not None else None)
             elif event == "c_return" or event == "c_exception":
-                if stack and stack[-1][0] is arg:  # KEY
+                if stack and stack[-1][KEY] is arg:
                     pop(t)
             else:  # c_call
                 caller = codes.get(id(frame.f_code))

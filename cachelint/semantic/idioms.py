@@ -46,8 +46,6 @@ from ..globs import GlobSet
 from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
 
-_memo: dict = {}
-
 # ``D.setdefault(k, v)``, ``D.update(...)``, ``D.__setitem__(k, v)``: calls that fill a memo dict
 MEMO_FILL_METHODS = frozenset({"setdefault", "update", "__setitem__"})
 
@@ -71,11 +69,12 @@ def _named_attribute_set(c: CallSite) -> str | None:
 
 
 def _slots(f: FunctionInfo) -> tuple[set, set]:
-    """(attributes and globals the function assigns, containers it stores into)."""
-    key = id(f)
-    hit = _memo.get(key)
-    if hit is not None and hit[0] is f:
-        return hit[1], hit[2]
+    """(attributes and globals the function assigns, containers it stores into),
+    remembered on the function's record: it lives as long as the program that
+    holds it (a table of this module would keep every program's records alive)."""
+    hit = f.__dict__.get("_slots")
+    if hit is not None:
+        return hit
     filled: set = set()
     stores: set = set()
     for a in f.assigns:
@@ -100,9 +99,7 @@ def _slots(f: FunctionInfo) -> tuple[set, set]:
         named = _named_attribute_set(c)
         if named is not None:
             filled.add(named)
-    if len(_memo) > 500_000:
-        _memo.clear()
-    _memo[key] = (f, filled, stores)
+    f.__dict__["_slots"] = (filled, stores)
     return filled, stores
 
 
