@@ -194,3 +194,23 @@ def test_cold_functions_are_never_entered_by_the_hot_path_walk():
     # a root stays a root even when a cold pattern matches it
     both = cold.with_overrides(hot_roots=(*CFG.hot_roots, HotRoot("*.Runner.maybe_rescale", "per-step")))
     assert [f.function for f in lint_sources({"m.py": RESCALE}, both).findings] == ["m.Runner.maybe_rescale"]
+
+
+def test_what_the_idioms_learn_of_a_function_goes_with_its_program():
+    # a table of the idioms module once kept every analysed function alive: a
+    # workload that cachelint profile runs after its analysis paid for them in
+    # every garbage collection
+    import gc
+    import weakref
+
+    from cachelint.index.walk import index_source
+    from cachelint.semantic.idioms import fills_once
+    from cachelint.semantic.program import Program
+
+    program = Program([index_source(INLINE_MEMO, "m.py", "m", False)])
+    prepare = program.functions["m.prepare"]
+    assert any(fills_once(prepare, c) for c in prepare.calls)  # the memo dict `_DONE` is a slot it fills
+    alive = weakref.ref(prepare)
+    del program, prepare
+    gc.collect()
+    assert alive() is None

@@ -211,6 +211,8 @@ def _may_be(spelled: str, pattern: str) -> bool:
 
 
 def _may_call(f: FunctionInfo, needles: set[bytes | None]) -> bool:
+    """``f`` may call a registrar: it has calls, and their marshalled bytes (when
+    still packed) hold one of the registrars' literal last names."""
     packed = f.__dict__.get("calls")
     if type(packed) is not bytes or None in needles:
         return bool(f.calls)
