@@ -12,6 +12,10 @@ A registration counts only when its op name is a string constant and its
 namespace is known (from the name, the ``library`` argument's
 ``torch.library.Library("<namespace>", ...)``, or the entry's default): an op
 of an unknown namespace could be any other library's op of the same name.
+Registering calls and decorators are looked for by the registrar's last name
+before anything is resolved (the scan stays cheap): a registrar imported
+under another name (``from torch.library import custom_op as co``) is not
+seen.
 
 A mixin of :class:`cachelint.semantic.program.Program`.
 """
