@@ -47,6 +47,7 @@ class CustomOps:
         indexes: list[FileIndex]
         modules: dict[str, FileIndex]
 
+        def call_callee(self, f: FunctionInfo, c) -> Value | None: ...
         def callee_function(self, callee: Value | None, depth: int = 0) -> FunctionInfo | None: ...
         def callee_names(self, callee: Value | None, spelled: str | None) -> list[str]: ...
         def canon(self, e, ctx: FunctionContext | None, depth: int = 0) -> Value | None: ...
@@ -115,8 +116,8 @@ class CustomOps:
         spelled = dotted(c.func)
         if spelled is None:
             return
+        names = self.callee_names(self.call_callee(f, c), spelled)
         ctx = self.context(f)
-        names = self.callee_names(self.canon(c.func, ctx), spelled)
         for r in registrars:
             if any(fnmatchcase(n, r.pattern) for n in names):
                 fexpr = _argument(r.function, c.args, c.kwargs)
