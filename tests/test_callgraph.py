@@ -883,3 +883,33 @@ def test_the_hot_walk_enters_custom_ops():
     )
     hp = hot_paths(program, (HotRoot("*.Layer.forward", "per-layer"),))
     assert {"m.collective", "m.probe"} <= set(hp.chains)
+
+
+def test_an_attribute_bound_to_the_result_of_calling_itself_resolves_to_nothing():
+    # Django's RangeField: a class attribute names a class, and the
+    # constructor replaces it with an instance of it. Asking what calling the
+    # attribute runs asks the same question again; it must end, not recurse.
+    src = """
+    class IntegerField:
+        def to_python(self, v):
+            return int(v)
+
+    class RangeField:
+        base_field = IntegerField
+
+        def __init__(self):
+            self.base_field = self.base_field()
+
+        @classmethod
+        def make(cls):
+            return cls.base_field
+
+        def value(self, v):
+            return self.base_field.to_python(v)
+
+        def again(self):
+            return self.make()()
+    """
+    g = _graph(src)
+    assert "m.IntegerField.to_python" not in g.get("m.RangeField.again", [])
+    assert "m.RangeField.value" in g

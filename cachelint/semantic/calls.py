@@ -80,6 +80,7 @@ class Calls:
 
     if TYPE_CHECKING:  # what the program provides (checked against it by mypy)
         _callee_functions: dict
+        _in_progress: set
         _module_functions: dict
         _opaque_args: set
 
@@ -176,18 +177,29 @@ class Calls:
         return None
 
     def attr_callable(self, class_qn: str, attr: str, depth: int) -> FunctionInfo | None:
-        """The function stored in ``self.attr`` by every writer of the class, when they all store the same one."""
-        ws = self.self_attr_writers(class_qn, attr)
-        found = None
-        for f, a in ws:
-            if a.kind not in ("assign", "annassign"):
-                return None
-            v = self.canon(a.value, self.context(f, class_qn))
-            fn = self.callee_function(v, depth + 1) if v is not None and v != (SelfRoot(class_qn), attr) else None
-            if fn is None or (found is not None and fn is not found):
-                return None
-            found = fn
-        return found
+        """The function stored in ``self.attr`` by every writer of the class,
+        when they all store the same one. A writer that stores what calling
+        the attribute returns (``self.base_field = self.base_field()``) is
+        asked about the same attribute again: that inner question answers
+        nothing (the key is in progress), so the store resolves to no function."""
+        key = ("attr-callable", class_qn, attr)
+        if key in self._in_progress:
+            return None
+        self._in_progress.add(key)
+        try:
+            ws = self.self_attr_writers(class_qn, attr)
+            found = None
+            for f, a in ws:
+                if a.kind not in ("assign", "annassign"):
+                    return None
+                v = self.canon(a.value, self.context(f, class_qn))
+                fn = self.callee_function(v, depth + 1) if v is not None and v != (SelfRoot(class_qn), attr) else None
+                if fn is None or (found is not None and fn is not found):
+                    return None
+                found = fn
+            return found
+        finally:
+            self._in_progress.discard(key)
 
     def returned_function(self, root: CallRoot, depth: int) -> FunctionInfo | None:
         """What calling the result of a call runs: the function a
