@@ -48,7 +48,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..index.expr import dotted
+from ..index.expr import _last_name, conv, dotted
+from ..index.records import FunctionInfo
 from ..index.scans import scan_hits
 from ..semantic.program import CONSTRUCTORS, Program, Value
 from ..semantic.values import (
@@ -245,14 +246,57 @@ class Hazards(ConstructionOrder):
                         )
                         break
             elif isinstance(n, (ast.With, ast.AsyncWith)) and n.body:
-                if n.body[0].lineno <= line <= (n.body[-1].end_lineno or n.body[-1].lineno) and any(
-                    _suppress_call(item.context_expr) for item in n.items
-                ):
-                    out.append(
-                        f"the fill sits in the `with` at line {n.lineno + shift}, which suppresses exceptions: "
-                        "if anything before the fill raises, the object is built without it"
-                    )
+                if not n.body[0].lineno <= line <= (n.body[-1].end_lineno or n.body[-1].lineno):
+                    continue
+                for item in n.items:
+                    why = self._may_suppress(site.function, item.context_expr)
+                    if why is not None:
+                        out.append(
+                            f"the fill sits in the `with` at line {n.lineno + shift}, {why}: "
+                            "if anything before the fill raises, the object is built without it"
+                        )
+                        break
         return out
+
+    def _may_suppress(self, f: FunctionInfo, e: ast.expr) -> str | None:
+        """Why the context manager ``e`` (a ``with`` item in ``f``) may swallow
+        an exception raised in its body, or None when it cannot: its class's
+        ``__exit__`` (in the tree) returns only ``None`` or ``False``, or it is
+        a ``@contextmanager`` generator of the tree whose ``yield`` no ``try``
+        with a handler that goes on encloses. ``suppress(...)`` does; a
+        context manager cachelint cannot see into may."""
+        text = ast.unparse(e)
+        if _suppress_call(e):
+            return "which suppresses exceptions"
+        p = self.p
+        ctx = p.context(f)
+        call = isinstance(e, ast.Call)
+        v = p.canon(conv(e.func if isinstance(e, ast.Call) else e), ctx)
+        cls = None
+        fn = None
+        if v is not None:
+            if call:
+                if len(v) == 1 and isinstance(v[0], GlobalRoot) and v[0].qualname in p.classes:
+                    cls = v[0].qualname
+                else:
+                    fn = p.callee_function(v)
+            else:
+                cls = p.type_of(v)
+        if cls is not None and cls in p.classes:
+            exit_ = p.lookup_method(cls, "__exit__") or p.lookup_method(cls, "__aexit__")
+            if exit_ is None:
+                return (
+                    f"whose context manager `{text}` has no `__exit__` cachelint can see (it may suppress exceptions)"
+                )
+            if all(r[0] == "const" and r[1] in (None, False) for r in exit_.returns):
+                return None
+            return f"whose context manager's `{exit_.qualname}` may return true (suppressing the exception)"
+        if fn is not None and any(_last_name(d) in ("contextmanager", "asynccontextmanager") for d in fn.decorators):
+            body = self.bodies.body(fn)
+            if body is not None and not _yield_in_handled_try(body.node):
+                return None
+            return f"whose context manager `{fn.qualname}` may swallow an exception at its `yield`"
+        return f"whose context manager `{text}` cachelint cannot see into (it may suppress exceptions)"
 
     def _properties(self, site, deps: dict) -> list:
         """Dependencies that are properties (or other methods) of their
@@ -484,6 +528,23 @@ def _always_raises(body: list) -> bool:
         return True
     if isinstance(last, ast.If):
         return _always_raises(last.body) and _always_raises(last.orelse)
+    return False
+
+
+def _yield_in_handled_try(node) -> bool:
+    """A ``yield`` inside the body of a ``try`` whose handler goes on (or a
+    ``with`` that suppresses): a generator context manager that swallows the
+    exception its ``with`` body raised."""
+    n: Any
+    for n in ast.walk(node):
+        if isinstance(n, ast.Try) or type(n).__name__ == "TryStar":
+            if any(not _always_raises(h.body) for h in n.handlers) and any(
+                isinstance(x, (ast.Yield, ast.YieldFrom)) for stmt in n.body for x in ast.walk(stmt)
+            ):
+                return True
+        elif isinstance(n, (ast.With, ast.AsyncWith)) and any(_suppress_call(i.context_expr) for i in n.items):
+            if any(isinstance(x, (ast.Yield, ast.YieldFrom)) for stmt in n.body for x in ast.walk(stmt)):
+                return True
     return False
 
 

@@ -106,7 +106,10 @@ class CachedValueRecomputed(Rule):
        but the same call in between (then nothing else can have run, and items
        4 and 5 hold as well); or the fill runs whenever the object is built: in
        `__init__` or a dataclass's `__post_init__`, not in a loop, an `except`
-       handler, a `try` whose `except` goes on, or a `with suppress(...)`;
+       handler, a `try` whose `except` goes on, or a `with` whose context
+       manager may swallow an exception (`suppress(...)`, a class whose
+       `__exit__` may return true, a `@contextmanager` whose `yield` sits in
+       a `try` that catches, or one cachelint cannot see into);
        every subclass's constructor calls it; and no call the constructor
        makes before the fill reaches the reading function, or hands the
        object (``self``, a bound method) to code cachelint cannot resolve.
