@@ -224,6 +224,14 @@ class ExpensiveCallOnHotPath(Rule):
     ``docs/fix-safety-audit.md`` lists the safe fixes on real trees, each
     read by hand.
 
+    Trusted, not proven: type annotations; the catalog's ``pure`` and
+    ``total`` (``importlib.import_module`` is pure only while nothing
+    replaces the entry in ``sys.modules``); that nothing outside the
+    analysed files (an ``exec``, a C extension, another thread) changes the
+    objects; and that no code lists an object's attributes to decide what
+    it computes (a hoist to ``__init__`` adds one, visible to ``vars()``
+    and ``__dict__``).
+
     Where an attribute already caches the value, CL001 reports the call with
     a fix instead (and CL002 stays quiet on that call).
 
