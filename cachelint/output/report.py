@@ -140,6 +140,7 @@ class SourceLines:
 _CONTROL = {c: "\ufffd" for c in range(32) if c != 9}
 _CONTROL.update({127: "\ufffd"})
 MAX_FRAME_LINES = 6
+MAX_LINE_CHARS = 200  # a longer source line is shown as a window of this many characters
 TAB = 4
 
 
@@ -186,14 +187,21 @@ def code_frame(f: Finding, lines: list[str] | None) -> list[str]:
             out.append(f"{pad} |" + " ...")
         prev = n
         text = lines[n - 1]
-        out.append(f"{n:>{width}} | {_display_line(text)}".rstrip())
+        start = f.span.column if n == first else len(text) - len(text.lstrip())
+        end = f.span.end_column if n == last else len(text.rstrip())
+        start = min(start, len(text))
+        end = min(max(end, start), len(text))
+        # a very long line (generated code, a minified table) is shown as a
+        # window around where the span starts, cut with an ellipsis
+        cut = max(0, start - MAX_LINE_CHARS // 4) if len(text) > MAX_LINE_CHARS else 0
+        head = "…" if cut else ""
+        window = text[cut : cut + MAX_LINE_CHARS]
+        tail = "…" if cut + MAX_LINE_CHARS < len(text.rstrip()) else ""
+        out.append(f"{n:>{width}} | {head}{_display_line(window)}{tail}".rstrip())
         if first <= n <= last:
-            start = f.span.column if n == first else len(text) - len(text.lstrip())
-            end = f.span.end_column if n == last else len(text.rstrip())
-            start = min(start, len(text))
-            end = min(max(end, start), len(text))
-            lead = _cells(text[:start])
-            marks = max(1, _cells(text[:end]) - lead)
+            start, end = start - cut, min(end - cut, len(window))
+            lead = _cells(head) + _cells(window[:start])
+            marks = max(1, _cells(window[:end]) - _cells(window[:start]))
             label = f" {f.code}" if n == last else ""
             out.append(f"{pad} | " + " " * lead + "^" * marks + label)
     out.append(f"{pad} |")
