@@ -203,8 +203,9 @@ class CacheAnalysis(UseReasons):
         expensive = self.cost.expensive(names, fn)
         if expensive is None:
             return None  # cheap to recompute: a candidate, never a finding
-        purity = self.cost.purity(names, fn)
-        pure, why = purity.pure, purity.reason
+        purity = self.cost.call_purity(names, fn)  # every override the receiver may run
+        # not pure: the reason names the state (and the override) it depends on
+        pure, why = purity.pure, purity.reason if purity.pure else purity.detail()
         in_constructor = (
             isinstance(anchor, SelfRoot)
             and f.name in CONSTRUCTORS

@@ -182,7 +182,7 @@ class CostModel(PurityQuestions):
                 why = self.body_cost(body)
                 if why is None:
                     return None  # the tree's own body shows it is cheap
-                pure = self.purity(names, body)
+                pure = self.call_purity(names, body)
                 return Cost(entry.kind, why, pure.pure, pure.reason, entry.cost, entry.pattern, True, Decided.BODY)
             if body is not None and entry.cost != "low" and body.class_qualname and self.visibly_cheap(body):
                 return None  # every implementation of the method in the tree is cheap (e.g. it became @cache'd)
@@ -202,18 +202,18 @@ class CostModel(PurityQuestions):
             return None
         why = self.walks_config(body)
         if why is not None:
-            pure = self.purity(names, body)
+            pure = self.call_purity(names, body)
             return Cost("config-derivation", why, pure.pure, pure.reason, "high", None, True, Decided.CONFIG_WALK)
         reach = self.reach(body)
         if reach is None:
             why = self.computes(body)
             if why is None:
                 return None
-            pure = self.purity(names, body)
+            pure = self.call_purity(names, body)
             return Cost("computation", why, pure.pure, pure.reason, "high", None, True, Decided.COMPUTE)
         if not through_calls:
             return None
-        pure = self.purity(names, body)
+        pure = self.call_purity(names, body)
         e = reach.entry
         return Cost(e.kind, reach.why(), pure.pure, pure.reason, e.cost, e.pattern, True, Decided.REACH)
 

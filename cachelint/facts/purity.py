@@ -129,6 +129,26 @@ class PurityQuestions:
         memo[key] = result
         return result
 
+    def call_purity(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> Purity:
+        """Whether a call resolved to ``fn`` (known by ``names``) is pure: ``fn``
+        and every method the call may run instead (``Program.dispatch``: the
+        overrides in subclasses, a protocol's implementations). A receiver typed
+        by a base class may be an instance of any subclass, so one override
+        that is not pure makes the call not pure; the reason names it."""
+        first = self.purity(names, fn, depth)
+        if not first.pure or fn is None or not fn.class_qualname:
+            return first
+        for impl in self.program.dispatch(fn)[1:]:
+            other = self.purity([impl.qualname], impl, depth)
+            if not other.pure:
+                return Purity(
+                    False,
+                    f"`{fn.qualname}` may run the override `{impl.qualname}`, which is not known to be pure",
+                    other.state,
+                    other.via or (impl.qualname,),
+                )
+        return first
+
     def state_reads(self, fn: FunctionInfo) -> tuple[StateRead, ...]:
         """The mutable state ``fn``'s own body depends on, in order: the module
         globals it rebinds, then each call the catalog names and does not mark
@@ -171,12 +191,8 @@ class PurityQuestions:
                 continue  # `_TABLE.get(k)` reads the table like `_TABLE[k]` (facts.state follows who changes it)
             names = p.callee_names(callee, dotted(c.func))
             target = p.callee_function(callee) if callee is not None else None
-            inner = self.purity(names, target, depth + 1)
             # an override that is not pure makes the call not pure
-            for impl in p.dispatch(target)[1:] if target is not None and inner.pure else ():
-                inner = self.purity([impl.qualname], impl, depth + 1)
-                if not inner.pure:
-                    break
+            inner = self.call_purity(names, target, depth + 1)
             if not inner.pure:
                 return Purity(False, not_pure, inner.state, (fn.qualname,) + inner.via)
         return Purity(True, f"`{fn.qualname}` only reads its inputs and calls pure functions")

@@ -1012,12 +1012,7 @@ class _Function:
     def _cost(self, names: list, fn) -> Cost:
         """Purity of the call: of every implementation a method call may
         dispatch to (an override that changes state makes the call impure)."""
-        purity = self.costs.purity(names, fn)
-        if purity.pure and fn is not None and fn.class_qualname:
-            for impl in self.costs.implementations(fn)[1:]:
-                other = self.costs.purity([impl.qualname], impl)
-                if not other.pure:
-                    return Cost("repeated-work", "", False, f"override `{impl.qualname}`: {other.detail()}")
+        purity = self.costs.call_purity(names, fn)
         return Cost("repeated-work", "", purity.pure, purity.detail())
 
     # ----- the uses -------------------------------------------------------------------------------
