@@ -203,9 +203,9 @@ class CacheAnalysis(UseReasons):
         expensive = self.cost.expensive(names, fn)
         if expensive is None:
             return None  # cheap to recompute: a candidate, never a finding
-        purity = self.cost.call_purity(names, fn)  # every override the receiver may run
-        # not pure: the reason names the state (and the override) it depends on
-        pure, why = purity.pure, purity.reason if purity.pure else purity.detail()
+        purity = self.cost.call_purity(names, fn, callee=callee)  # every override the receiver may run
+        # inferred not pure: the reason names the state (and the override) a body depends on
+        pure, why = purity.pure, purity.detail() if purity.via else purity.reason
         in_constructor = (
             isinstance(anchor, SelfRoot)
             and f.name in CONSTRUCTORS

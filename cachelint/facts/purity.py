@@ -129,16 +129,21 @@ class PurityQuestions:
         memo[key] = result
         return result
 
-    def call_purity(self, names: list[str], fn: FunctionInfo | None, depth: int = 0) -> Purity:
+    def call_purity(self, names: list[str], fn: FunctionInfo | None, depth: int = 0, callee=None) -> Purity:
         """Whether a call resolved to ``fn`` (known by ``names``) is pure: ``fn``
         and every method the call may run instead (``Program.dispatch``: the
         overrides in subclasses, a protocol's implementations). A receiver typed
         by a base class may be an instance of any subclass, so one override
-        that is not pure makes the call not pure; the reason names it."""
+        that is not pure makes the call not pure; the reason names it. Given
+        the canonical ``callee`` (``receiver + (name,)``), only the overrides
+        its receiver may run count: none on an object just constructed, those
+        of the receiver's class and its subclasses on one of a class that
+        inherits ``fn`` (``self.get_hf_config()`` in one processor never runs
+        another processor's override)."""
         first = self.purity(names, fn, depth)
         if not first.pure or fn is None or not fn.class_qualname:
             return first
-        for impl in self.program.dispatch(fn)[1:]:
+        for impl in self._overrides_run(fn, callee):
             other = self.purity([impl.qualname], impl, depth)
             if not other.pure:
                 return Purity(
@@ -148,6 +153,20 @@ class PurityQuestions:
                     other.via or (impl.qualname,),
                 )
         return first
+
+    def _overrides_run(self, fn: FunctionInfo, callee) -> list[FunctionInfo]:
+        """The methods other than ``fn`` a call resolved to ``fn`` on ``callee`` may run."""
+        p = self.program
+        impls = p.dispatch(fn)[1:]
+        if not impls or callee is None or len(callee) < 2:
+            return impls
+        base = callee[:-1]
+        if p.exact_class(base):
+            return []
+        t = p.type_of(base)
+        if t is None or t not in p.classes or p.is_protocol(t) or not p.is_subclass(t, fn.class_qualname or ""):
+            return impls
+        return [g for g in impls if g.class_qualname and p.is_subclass(g.class_qualname, t)]
 
     def state_reads(self, fn: FunctionInfo) -> tuple[StateRead, ...]:
         """The mutable state ``fn``'s own body depends on, in order: the module
@@ -192,7 +211,7 @@ class PurityQuestions:
             names = p.callee_names(callee, dotted(c.func))
             target = p.callee_function(callee) if callee is not None else None
             # an override that is not pure makes the call not pure
-            inner = self.call_purity(names, target, depth + 1)
+            inner = self.call_purity(names, target, depth + 1, callee)
             if not inner.pure:
                 return Purity(False, not_pure, inner.state, (fn.qualname,) + inner.via)
         return Purity(True, f"`{fn.qualname}` only reads its inputs and calls pure functions")

@@ -935,7 +935,9 @@ class _Function:
             if qn.startswith("builtins."):
                 if qn[9:] not in _COUNTED_BUILTINS:
                     return None
-                return Callee("known", f"the builtin `{qn[9:]}` walks its input", tuple(names), self._cost(names, fn))
+                return Callee(
+                    "known", f"the builtin `{qn[9:]}` walks its input", tuple(names), self._cost(names, fn, callee)
+                )
         cost = self.costs.call_cost(names, fn)
         if cost is not None:
             if cost.varies:
@@ -950,7 +952,7 @@ class _Function:
                 return None  # a closure: it reads variables of its enclosing function the call does not show
             if self._fresh(fn):
                 return None
-            mine = self._cost(names, fn)
+            mine = self._cost(names, fn, callee)
             if not any(a.kind == "for" for a in fn.assigns) and self.costs.visibly_cheap(fn):
                 return Callee("cheap", f"a cheap function of the tree (`{fn.qualname}`)", tuple(names), mine)
             return Callee("known", f"a call of `{fn.qualname}`", tuple(names), mine)
@@ -969,8 +971,10 @@ class _Function:
         if last in TRIVIAL_METHODS or last in FRESH_METHODS or last.startswith("__") or repeats.class_like(last):
             return None  # an O(1) method, a fresh copy, a dunder, or a class (a constructor)
         if last in CHEAP_METHODS:
-            return Callee("cheap", "a cheap lookup", tuple(names), self._cost(names, fn))
-        return Callee("unknown", "cost unknown: cachelint cannot see the callee", tuple(names), self._cost(names, fn))
+            return Callee("cheap", "a cheap lookup", tuple(names), self._cost(names, fn, callee))
+        return Callee(
+            "unknown", "cost unknown: cachelint cannot see the callee", tuple(names), self._cost(names, fn, callee)
+        )
 
     def _fresh(self, fn: FunctionInfo, depth: int = 0) -> bool:
         """``fn`` gives a new value on each call: a generator function, a
@@ -1009,10 +1013,10 @@ class _Function:
         last = st.name.rsplit(".", 1)[-1]
         return st.name.startswith(NONDETERMINISTIC) or is_mutator(last) or last in FRESH_METHODS
 
-    def _cost(self, names: list, fn) -> Cost:
+    def _cost(self, names: list, fn, callee=None) -> Cost:
         """Purity of the call: of every implementation a method call may
         dispatch to (an override that changes state makes the call impure)."""
-        purity = self.costs.call_purity(names, fn)
+        purity = self.costs.call_purity(names, fn, callee=callee)
         return Cost("repeated-work", "", purity.pure, purity.detail())
 
     # ----- the uses -------------------------------------------------------------------------------

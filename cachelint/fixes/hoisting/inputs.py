@@ -106,7 +106,7 @@ class InputAnalysis:
             if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
                 if pure_builtin(callee[0].qualname):
                     return None
-            if not self.a.cost.call_purity(names, fn).pure:
+            if not self.a.cost.call_purity(names, fn, callee=callee).pure:
                 return f"`{dotted(e[1]) or '...'}(...)` may return a different value each time"
             return None
         if k in ("tuple", "and", "or"):
