@@ -81,7 +81,7 @@ class Analysis:
 
     @cached_property
     def cache_analysis(self) -> CacheAnalysis:
-        ca = CacheAnalysis(self.program, self.catalog, self.cost, self.writes, self.bodies)
+        ca = CacheAnalysis(self.program, self.catalog, self.cost, self.writes, self.bodies, self.state)
         ca.collect()
         return ca
 

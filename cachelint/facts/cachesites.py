@@ -39,6 +39,7 @@ from .catalog import Catalog
 from .cost import CostModel
 from .hazards import Hazards
 from .reasons import UseReasons, render_value_short
+from .state import ProcessState
 
 
 @dataclass
@@ -137,10 +138,13 @@ class CacheAnalysis(UseReasons):
         cost: CostModel,
         writes: Writes | None = None,
         bodies: Bodies | None = None,
+        state: ProcessState | None = None,
     ) -> None:
         self.program = program
         self.catalog = catalog
         self.cost = cost
+        self.state = state
+        self._dependence: dict[int, str | None] = {}  # id(site) -> why its callee's state may change
         self.sites: list[CacheSite] = []
         self.by_name: dict[str, list[CacheSite]] = {}
         self._uses: list[Use] | None = None
@@ -233,6 +237,31 @@ class CacheAnalysis(UseReasons):
             pure_reason=why,
             cost=expensive,
         )
+
+    def state_dependence(self, site: CacheSite) -> str | None:
+        """Why the module state a pure callee reads may change between the fill
+        and a later read, or None. A callee inferred pure from its body gives
+        the same value on each call only while that state stays the same, and
+        the fill computed it once: state that code of the tree changes, the
+        environment, or a public module-level container (code outside the
+        analysed files may change it in place) makes the value the attribute
+        holds stale (:meth:`ProcessState.dependence`, through every override
+        the call may run). A callee the catalog or the configuration declares
+        pure is taken at its word. Asked once per site with a use."""
+        key = id(site)
+        if key in self._dependence:
+            return self._dependence[key]
+        why = None
+        names = site.callee_names
+        entry = self.catalog.match(names)
+        declared = (entry is not None and entry.kind != "declared-pure") or self.catalog.pure(names)
+        fn = self.program.callee_function(site.callee)
+        if site.pure and self.state is not None and not declared and fn is not None:
+            dep = self.state.dependence(fn)
+            if dep is not None:
+                why = dep.reason
+        self._dependence[key] = why
+        return why
 
     # ----- uses -------------------------------------------------------------------------
     def uses(self) -> list[Use]:
@@ -370,6 +399,9 @@ class CacheAnalysis(UseReasons):
             if g.name in CONSTRUCTORS and xt == g.class_qualname and g is not site.function:
                 if not self._after_super_init(site, g, c):
                     reasons.append("this read runs while the object is being constructed, possibly before the fill")
+            changes = self.state_dependence(site)
+            if changes is not None:
+                reasons.append(changes)
             reasons += self._hazard_reasons(site, hz, g, c, ctx, x, xt, replacement)
         if replacement is None:
             notes.append(f"no access path to `{site.owner}` is in scope here")

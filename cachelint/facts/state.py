@@ -95,6 +95,26 @@ CONTAINER_READERS = frozenset(
 )
 
 
+# builtin containers that change in place, as a module variable's value
+# (``{}``, ``dict()``, ``defaultdict(list)``) or annotation (``dict``, ``list[int]``)
+MUTABLE_CONTAINERS = frozenset(
+    [
+        "dict",
+        "list",
+        "set",
+        "defaultdict",
+        "OrderedDict",
+        "deque",
+        "Counter",
+        "WeakValueDictionary",
+        "WeakKeyDictionary",
+    ]
+)
+_MUTABLE_ANNOTATIONS = MUTABLE_CONTAINERS | frozenset(
+    ["Dict", "List", "Set", "DefaultDict", "Deque", "MutableMapping", "MutableSequence", "MutableSet"]
+)
+
+
 def is_mutator(method: str) -> bool:
     """A method that changes its object in place: a container mutator, or
     torch's in-place convention (``copy_``, ``fill_``, ``add_``)."""
@@ -526,11 +546,14 @@ class ProcessState:
                 if c.in_handler:
                     continue
                 callee = p.call_callee(fn, c)
-                g = p.callee_function(callee) if callee is not None else None
-                if g is None or g is fn or p.is_cached(g) or g.name in CONSTRUCTORS:
+                g0 = p.callee_function(callee) if callee is not None else None
+                if g0 is None or g0 is fn or p.is_cached(g0) or g0.name in CONSTRUCTORS:
                     continue
-                for u in self.reads(g, depth + 1):
-                    out.append(StateUse(u.value, u.shown, u.environ, (fn.qualname, *u.via), u.getattr_of, u.inner))
+                for g in p.dispatch(g0):  # what an override reads, the call reads
+                    if g is fn or p.is_cached(g):
+                        continue
+                    for u in self.reads(g, depth + 1):
+                        out.append(StateUse(u.value, u.shown, u.environ, (fn.qualname, *u.via), u.getattr_of, u.inner))
         seen: set = set()
         uniq = []
         for u in out:
@@ -578,10 +601,50 @@ class ProcessState:
         ci = self.p.classes.get(owner)
         return ci is not None and (name in ci.class_attrs or name in ci.fields) and name not in ci.methods
 
+    def mutable_container(self, qn: str) -> str | None:
+        """The kind of builtin container (``dict``, ``list``, ``set``, ...) that
+        module variable ``qn`` is bound to, by its value (``{}``, ``[]``,
+        ``defaultdict(list)``) or its annotation (``OVERRIDES: dict = load()``);
+        None for anything else (a constant, a tuple, a ``frozenset``, an object)."""
+        p = self.p
+        if not p.is_module_level_variable(qn):
+            return None
+        mod, _, name = qn.rpartition(".")
+        fi = p.modules[mod]
+        ann = fi.global_annotations.get(name)
+        if ann is not None:
+            a = dotted(ann[1] if ann[0] == "sub" else ann) or ""
+            if a.rpartition(".")[2] in _MUTABLE_ANNOTATIONS:
+                return {"Dict": "dict", "List": "list", "Set": "set"}.get(a.rpartition(".")[2], a.rpartition(".")[2])
+        v = fi.globals.get(name)
+        if v is None:
+            return None
+        if v[0] in ("dict", "list"):
+            return v[0]
+        if v[0] == "call":
+            last = (dotted(v[1]) or "").rpartition(".")[2]
+            if last in MUTABLE_CONTAINERS:
+                return last
+        return None
+
     def dependence(self, fn: FunctionInfo) -> Purity | None:
-        """The first state ``fn`` reads that the environment holds or some code
-        of the tree changes, as a non-pure :class:`Purity` naming both; None
-        when every state it reads is left alone."""
+        """The first state ``fn`` (or an override a call of it may run instead,
+        see ``Program.dispatch``) reads that the environment holds, that some
+        code of the tree changes, or that is a public module-level mutable
+        container (``OVERRIDES: dict = {}``, which code outside the analysed
+        files may change in place: a private one, ``_TABLE``, changed by no
+        code of the tree, is a constant table), as a non-pure :class:`Purity`
+        naming both; None when every state it reads is left alone."""
+        for g in self.p.dispatch(fn):
+            dep = self._dependence(g)
+            if dep is not None and g is not fn:
+                reason = f"`{fn.qualname}` may run the override `{g.qualname}`: {dep.reason}"
+                return Purity(False, reason, dep.state, (fn.qualname, *dep.via))
+            if dep is not None:
+                return dep
+        return None
+
+    def _dependence(self, fn: FunctionInfo) -> Purity | None:
         for u in self.reads(fn):
             text = f"`{u.shown}`"
             if u.getattr_of:
@@ -599,6 +662,17 @@ class ProcessState:
                 what = f"`{c.where}` {how} (line {c.line}: `{c.text}`)"
                 reason = f"{chain} reads {text}, which {what}"
                 return Purity(False, reason, StateRead(StateKind.MUTABLE, u.shown, what), u.via)
+            root = u.value[0]
+            if (
+                len(u.value) == 1
+                and isinstance(root, GlobalRoot)
+                and not root.qualname.rpartition(".")[2].startswith("_")
+            ):
+                kind = self.mutable_container(root.qualname)
+                if kind is not None:
+                    what = f"may change: code outside the analysed files may change a public module {kind} in place"
+                    reason = f"{chain} reads the module {kind} {text}, which {what}"
+                    return Purity(False, reason, StateRead(StateKind.MUTABLE, u.shown, what), u.via)
         return None
 
     # ----- effects -------------------------------------------------------------------------------

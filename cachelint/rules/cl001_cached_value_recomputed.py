@@ -117,7 +117,16 @@ class CachedValueRecomputed(Rule):
        `return`s of any `if`/`elif`/`else` branch, `with` or `try` body
        included, is implied by the conditions the read runs under.
     3. *The call is deterministic*: the callee is known pure (catalog, or
-       inferred from its body).
+       inferred from its body), and so is every override the receiver's
+       type may dispatch to (an object typed by a base class may be any
+       subclass); and, for a callee inferred pure, the module state it (or
+       such an override) reads does not change: no code of the tree changes
+       it, it is not the environment, and it is not a public module-level
+       container (a `dict`, `list` or `set` code outside the analysed files
+       may change in place). A constant bound once (a number, a string, a
+       tuple, a `frozenset`, a class) and a private table no code changes
+       are fine inputs. A read right after the fill, with nothing in
+       between, needs only the first half.
     4. *Nothing changed since.* No other code may write the attribute, the
        holder on its path (`limits` in `self.limits.encoder_len`), the fill's
        arguments (the attributes on their path, and any attribute of an
