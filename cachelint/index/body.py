@@ -25,6 +25,7 @@ from .expr import (
     _Subscript,
     _Tuple,
     conv,
+    has_unknown,
 )
 from .records import Assign, CallSite, FileIndex, FunctionInfo
 
@@ -129,6 +130,118 @@ def _marker(text: str) -> tuple:
     return (("name", f"<{text}>"), True)
 
 
+def _always_raises(body: list) -> bool:
+    """Every path through ``body`` ends in a ``raise`` (a ``return`` does not count)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.Raise):
+        return True
+    if isinstance(last, ast.If):
+        return _always_raises(last.body) and _always_raises(last.orelse)
+    return False
+
+
+def _breaks(stmt) -> int | None:
+    """The line of a ``break`` that leaves loop ``stmt`` (not one of a loop
+    nested in it, nor in a nested definition), or None."""
+    stack = list(stmt.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Break):
+            return n.lineno
+        if isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+            stack.extend(n.orelse)  # a `break` in a nested loop's `else` leaves this loop
+            continue
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case)))
+    return None
+
+
+def _loop_else_facts(stmt) -> tuple:
+    """What holds in a loop's ``else``: that no ``break`` left the loop, a
+    condition on how control got there, which only a marker can say."""
+    line = _breaks(stmt) if stmt.orelse else None
+    if line is None:
+        return ()
+    return (_marker(f"no `break` (line {line}) left the loop at line {stmt.lineno}"),)
+
+
+# the subject of a `match` whose cases become comparisons: a name or an
+# attribute chain (evaluated once, like an `if`'s test reading the same chain)
+def _plain_subject(e) -> bool:
+    while type(e) is _Attribute:
+        e = e.value
+    return type(e) is _Name
+
+
+def _pattern_cond(p, subject) -> Expr | None | bool:
+    """A pattern as a condition on ``subject`` (a name or attribute chain):
+    an expression, True when it always matches (``_``, a capture), or None
+    when it has no exact expression here (a class, sequence or mapping
+    pattern, or a subject cachelint does not spell)."""
+    if isinstance(p, ast.MatchAs):
+        return True if p.pattern is None else _pattern_cond(p.pattern, subject)
+    if subject is None:
+        return None
+    if isinstance(p, ast.MatchValue):
+        v = conv(p.value)
+        return None if v == UNKNOWN else ("cmp", ("==",), subject, (v,))
+    if isinstance(p, ast.MatchSingleton):
+        return ("cmp", ("is",), subject, (("const", p.value),))
+    if isinstance(p, ast.MatchOr):
+        alts = []
+        for q in p.patterns:
+            c = _pattern_cond(q, subject)
+            if c is True:
+                return True
+            if c is None:
+                return None
+            alts.append(c)
+        return ("or", tuple(alts))
+    return None
+
+
+def _case_facts(stmt, i: int, case) -> tuple:
+    """(the facts that hold when case ``i`` of ``match`` statement ``stmt``
+    matches, the one fact that holds when it does not, or None when it always
+    matches). A pattern with an exact condition (a literal, a value, ``None``,
+    an or-pattern of those) is a comparison of the subject; any other pattern
+    is a marker that implies nothing, so a fill under it is never proven."""
+    subject = conv(stmt.subject) if _plain_subject(stmt.subject) else None
+    cond = _pattern_cond(case.pattern, subject)
+    where = f"case {i} of the `match` at line {stmt.lineno}"
+    matched: list = []
+    if cond is None:
+        matched.append(_marker(f"{where} matched"))
+    elif cond is not True:
+        matched.append((cond, True))
+    test = conv(case.guard) if case.guard is not None else None
+    if test is not None:
+        matched.append((test, True))
+    if cond is True and test is None:
+        return tuple(matched), None
+    if cond is None:
+        missed = _marker(f"{where} did not match")
+    elif cond is True:
+        missed = (test, False)
+    elif test is None:
+        missed = (cond, False)
+    else:
+        missed = (("and", (cond, test)), False)
+    return tuple(matched), missed
+
+
+MAX_CASES = 8  # earlier cases of a `match` spelled one by one; past that, one marker
+
+
+def _earlier_facts(stmt, earlier: list, missed: tuple, i: int) -> list:
+    if i < MAX_CASES:
+        return [*earlier, missed]
+    return [_marker(f"none of cases 1 to {i} of the `match` at line {stmt.lineno} matched")]
+
+
 def _fact_expr(fact: tuple) -> Expr:
     cond, positive = fact
     return cond if positive else ("not", cond)
@@ -146,7 +259,7 @@ def _join(paths: list) -> tuple:
         return ()
 
     def same(a, b) -> bool:
-        return a == b and a[0] != UNKNOWN  # two conditions cachelint cannot read are never one
+        return a == b and not has_unknown(a[0])  # two conditions cachelint cannot read are never one
 
     common = tuple(f for f in paths[0] if all(any(same(f, x) for x in p) for p in paths[1:]))
     rests = [[f for f in p if not any(same(f, c) for c in common)] for p in paths]
@@ -164,7 +277,7 @@ def _join(paths: list) -> tuple:
                     rests.pop(j)
                     changed = True
                     continue
-                if len(a) == 1 and a[0][0] != UNKNOWN:  # l or (not l and m) == l or m
+                if len(a) == 1 and not has_unknown(a[0][0]):  # l or (not l and m) == l or m
                     rest = [y for y in b if not (y[0] == a[0][0] and y[1] != a[0][1])]
                     if len(rest) < len(b):
                         rests[j] = rest
@@ -178,7 +291,7 @@ def _join(paths: list) -> tuple:
                         and len(db) == 1
                         and da[0][0] == db[0][0]
                         and da[0][1] != db[0][1]
-                        and da[0][0] != UNKNOWN
+                        and not has_unknown(da[0][0])
                     ):
                         rests[i] = [x for x in a if x is not da[0]]
                         rests.pop(j)
@@ -476,7 +589,7 @@ class FunctionBodyIndexer:
         if t is ast.While:
             self.expr(stmt.test, guard, True, stmt.lineno)
             self.block(stmt.body, guard + ((conv(stmt.test), True),), True)
-            self.block(stmt.orelse, guard, in_loop)
+            self.block(stmt.orelse, guard + _loop_else_facts(stmt), in_loop)
             self._after = self._loop_after(stmt)
             return
         if t in (ast.For, ast.AsyncFor):
@@ -497,7 +610,7 @@ class FunctionBodyIndexer:
             self._bind(stmt.target, UNKNOWN, stmt, guard, True, "for")
             self._iteration(stmt.target, stmt.iter)
             self.block(stmt.body, guard, True)
-            self.block(stmt.orelse, guard, in_loop)
+            self.block(stmt.orelse, guard + _loop_else_facts(stmt), in_loop)
             self._after = self._loop_after(stmt)
             return
         if t in (ast.With, ast.AsyncWith):
@@ -542,7 +655,12 @@ class FunctionBodyIndexer:
             finally:
                 self.probe_depth -= probe
                 self.try_depth -= 1
-            normal = self.block(stmt.orelse, g, in_loop)[base:] if stmt.orelse else g[base:]
+            # the `else` runs only when the body raised nothing: a handler
+            # that goes on (or returns) skips it while the function completes
+            g_else = g + tuple(
+                _marker(f"no exception caught at line {h.lineno}") for h in stmt.handlers if not _always_raises(h.body)
+            )
+            normal = self.block(stmt.orelse, g_else, in_loop)[base:] if stmt.orelse else g[base:]
             if not (_returns_in(stmt.body) or _returns_in(stmt.orelse)):
                 normal = ()
             paths = [] if always_exits(stmt.body) or always_exits(stmt.orelse) else [normal]
@@ -559,17 +677,20 @@ class FunctionBodyIndexer:
                     self.handler_depth -= 1
                 if not always_exits(h.body):
                     paths.append(g_h[base:] if _returns_in(h.body) else g_h[base : base + 1])
-                if _returns_in(h.body) and paths and paths[0] is normal:
+                mark = _marker(f"no exception caught at line {h.lineno}")
+                if _returns_in(h.body) and paths and paths[0] is normal and mark not in normal:
                     # the body's facts alone do not say that this handler did not return
-                    normal = paths[0] = normal + (_marker(f"no exception caught at line {h.lineno}"),)
+                    normal = paths[0] = normal + (mark,)
             g_fin = self.block(stmt.finalbody, guard, in_loop)
             fin = g_fin[base:] if _returns_in(stmt.finalbody) else ()
             self._after = _join(paths) + fin
             return
         if t is _Match:
             self.expr(stmt.subject, guard, in_loop, stmt.lineno)
+            base = len(guard)
             paths = []
             informative = False
+            earlier: list = []  # the facts that no earlier case matched
             for i, case in enumerate(stmt.cases, 1):
                 for n in ast.walk(case.pattern):
                     name = getattr(n, "name", None) or getattr(n, "rest", None)
@@ -577,14 +698,21 @@ class FunctionBodyIndexer:
                         self.assigns.append(
                             Assign(("name", name), UNKNOWN, stmt.lineno, 0, stmt.lineno, 0, guard, in_loop, "match")
                         )
-                g_case = self.block(case.body, guard, in_loop)
+                if case.guard is not None:
+                    self.expr(case.guard, guard, in_loop, case.guard.lineno)
+                matched, missed = _case_facts(stmt, i, case)
+                facts = tuple(earlier) + matched
+                g_case = self.block(case.body, guard + facts, in_loop)
                 returns = _returns_in(case.body)
                 informative = informative or returns
                 if not always_exits(case.body):
-                    inner = g_case[len(guard) :] if returns else ()
-                    paths.append((_marker(f"case {i} of the `match` at line {stmt.lineno}"), *inner))
+                    paths.append(g_case[base:] if returns else g_case[base : base + len(facts)])
+                if missed is None:  # an irrefutable case: no later case, and no fall-through, runs
+                    break
+                earlier = _earlier_facts(stmt, earlier, missed, i)
+            else:
+                paths.append(tuple(earlier))  # no case matched
             if informative:
-                paths.append((_marker(f"no case of the `match` at line {stmt.lineno}"),))
                 self._after = _join(paths)
             return
         if t is ast.Assign:

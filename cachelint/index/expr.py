@@ -172,6 +172,28 @@ def conv(node: Any, depth: int = 0) -> Expr:
     return UNKNOWN
 
 
+def has_unknown(e) -> bool:
+    """``e`` holds a part :func:`conv` could not express (``UNKNOWN``): two
+    such expressions may be different code although they compare equal
+    (``(x := a)`` and ``(y := b)`` are both ``UNKNOWN``)."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if x == UNKNOWN:
+            return True
+        if isinstance(x, tuple):
+            stack.extend(y for y in x if isinstance(y, tuple))
+    return False
+
+
+def guard_extends(longer: Guard, prefix: Guard) -> bool:
+    """``longer`` starts with the facts of ``prefix``, read as the same
+    conditions of the same statements: equal facts holding no ``UNKNOWN``
+    part (which would make two different conditions look alike)."""
+    n = len(prefix)
+    return tuple(longer[:n]) == tuple(prefix) and not any(has_unknown(cond) for cond, _ in prefix)
+
+
 # container literals larger than this are not kept (a registry's values are
 # resolved through the literal; a table of data is not worth storing)
 LITERAL_ITEMS = 64
