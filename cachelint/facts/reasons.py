@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..index.expr import render
+from ..index.expr import guard_extends, render
 from ..index.records import CallSite, FunctionInfo
 from ..semantic.access import spell, spell_atom
 from ..semantic.guards import Atom
@@ -232,7 +232,7 @@ class UseReasons:
             return False
         if (c.line, c.column) <= (fill.end_line, fill.end_column) or x != (site.anchor,):
             return False
-        if tuple(c.guard[: len(fill.guard)]) != tuple(fill.guard):
+        if not guard_extends(c.guard, fill.guard):
             return False
         start, end = (fill.end_line, fill.end_column), (c.line, c.column)
         for other in g.calls:

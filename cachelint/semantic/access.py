@@ -11,6 +11,7 @@ then fewest characters.
 
 from __future__ import annotations
 
+from ..index.expr import guard_extends
 from .program import CONSTRUCTORS, FunctionContext, Program, Value
 from .values import CmpKey, ConstRoot, GlobalRoot, IsNoneKey, SelfRoot, TruthyKey
 
@@ -32,7 +33,7 @@ def _bindings(ctx: FunctionContext, program: Program, line: int, use_guard) -> l
         a = assigns[0]
         if a.kind not in ("assign", "annassign", "walrus") or a.line >= line or a.in_loop:
             continue
-        if a.guard and tuple(use_guard[: len(a.guard)]) != tuple(a.guard):
+        if a.guard and not guard_extends(use_guard, a.guard):
             continue  # bound only on some paths to the use
         v = program._canon_name(name, ctx, 0)
         if v is not None:

@@ -7,7 +7,10 @@ over canonical values, so that ``if self.is_encoder_decoder:`` in one class and
     TruthyKey(value)           ``if value:``
     IsNoneKey(value)           ``if value is None:``
     CmpKey(op, left, right)    any other single comparison over known values
-    OpaqueKey(where, expr)     anything cachelint cannot evaluate
+    OpaqueKey(where, expr)     anything cachelint cannot evaluate (implied
+                               only by the same expression in the same
+                               function, and never when a part of it could
+                               not be expressed: ``(x := a)``, ``n + 1``)
 
 (the records of :mod:`cachelint.semantic.values`, an atom's ``key``), each
 with a polarity. ``not``, ``and`` (when true) and ``or`` (when false) are
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..index.expr import render
+from ..index.expr import has_unknown, render
 from .program import FunctionContext, Program
 from .values import AtomKey, CmpKey, IsNoneKey, OpaqueKey, TruthyKey
 
@@ -95,6 +98,10 @@ def _extends(longer, shorter) -> bool:
 
 def implied(atom: Atom, facts: list[Atom]) -> bool:
     key, pos = atom.key, atom.positive
+    if isinstance(key, OpaqueKey) and has_unknown(key.expr):
+        # a condition cachelint could not express (a walrus, an arithmetic
+        # test): two different ones look alike, so none implies another
+        return False
     for f in facts:
         if f.key == key and f.positive == pos:
             return True
