@@ -17,7 +17,16 @@ between the fill and the read, nothing changed
   of counts as an argument;
 * the state the fill's guard reads, inside calls and conditions cachelint
   cannot evaluate too: flipping ``is_encoder_decoder`` after construction
-  makes a reader take a branch whose fill never ran.
+  makes a reader take a branch whose fill never ran. Outside the object
+  (a module variable, a class attribute read through the class, the
+  environment) it is :mod:`.guardstate`'s.
+
+A write to a class object (``Config.flag = v``, ``cls.flag = v``,
+``type(self).flag = v``) changes what an instance without its own attribute
+of that name reads: it counts for a holder, an argument or a guard unless
+every construction gives the instance its own (a dataclass field, an
+unconditional ``self.flag = ...`` in a constructor); never for the cached
+attribute, which the fill gives the instance.
 
 A dependency that is a property or other method runs code on each read, with
 inputs this module does not follow. Writes made while the object is being
@@ -185,6 +194,11 @@ class Hazards(ConstructionOrder):
                 if dep.role == "attribute" and self._is_fill(site, w):
                     continue
                 why = self.writes.reaches(w, dep.owner)
+                if why is None and dep.role != "attribute":
+                    # the fill gives the cached attribute an instance value of its
+                    # own, which a write to the class never changes; a holder, an
+                    # argument or a guard may be a class attribute read through it
+                    why = self._through_class(w, dep.owner, dep.path[-1])
                 if why is None or self._at_construction(site, w, dep):
                     continue
                 if dep.role == "attribute" and why.sure and not why.why and w.assign is not None:
@@ -222,6 +236,36 @@ class Hazards(ConstructionOrder):
                     f"`{f.class_qualname}` is not a dataclass, so nothing calls `__post_init__` when it is constructed"
                 )
         return h
+
+    def _through_class(self, w: AttrWrite, cls: str | None, attr: str) -> Reach | None:
+        """A write to the class object (``Config.flag = v``, ``cls.flag = v``,
+        ``type(self).flag = v``) reaches an instance of ``cls`` when the
+        instance may have no ``attr`` of its own: its reads then see the
+        class's value (see :meth:`Writes.reaches_through_class`)."""
+        if w.attr is None or self._instance_owned(cls, attr):
+            return None
+        return self.writes.reaches_through_class(w, cls)
+
+    def _instance_owned(self, cls: str | None, attr: str) -> bool:
+        """Every construction of a ``cls`` gives it an ``attr`` of its own, which
+        hides the class's: a field of a dataclass (not a ``ClassVar``, an
+        ``InitVar`` or ``field(init=False)``), or an assignment to ``self.attr``
+        in a constructor of its class or a base, under no condition and in no loop."""
+        p = self.p
+        if cls is None or cls not in p.classes:
+            return False
+        for qn in p.mro(cls):
+            c = p.classes.get(qn)
+            if c is None or attr not in c.fields or not p.is_dataclass(qn):
+                continue
+            ann = dotted(c.fields[attr][1] if c.fields[attr][0] == "sub" else c.fields[attr]) or ""
+            default = c.class_attrs.get(attr)
+            init_false = default is not None and default[0] == "call" and any(k == "init" for k, _ in default[3])
+            return ann.rsplit(".", 1)[-1] not in ("ClassVar", "InitVar") and not init_false
+        for f, a in p.self_attr_writers(cls, attr):
+            if f.name in CONSTRUCTORS and not a.guard and not a.in_loop and a.kind in ("assign", "annassign"):
+                return True
+        return False
 
     def _skippers(self, site) -> list:
         """A ``try`` around the fill whose ``except`` goes on (or a ``with
@@ -435,6 +479,8 @@ class Hazards(ConstructionOrder):
                     continue
                 seen.add(id(w))
                 why = self.writes.reaches(w, cls)
+                if why is None:
+                    why = self._through_class(w, cls, name)
                 if why is None:
                     continue
                 f = w.function

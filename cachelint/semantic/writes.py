@@ -369,6 +369,46 @@ class Writes(ReceiverTypes):
             return None
         return Reach(True, f"its callers pass a `{hits[0].rsplit('.', 1)[-1]}` as `{recv}`")
 
+    def receiver_class(self, w: AttrWrite) -> tuple[str, bool] | None:
+        """When ``w``'s receiver is a class object rather than an instance:
+        (that class, whether it may also be any subclass of it). A class of
+        the tree by name (``Config.flag = v``, ``setattr(Config, ...)``), the
+        first parameter of a classmethod (``cls.flag = v``), ``type(x)`` or
+        ``x.__class__`` of an object of a known class."""
+        p = self.p
+        f, e = w.function, w.receiver
+        if e[0] == "name" and f.class_qualname and f.params and e[1] == f.params[0].name:
+            if any(render(d).rsplit(".", 1)[-1] == "classmethod" for d in f.decorators):
+                return f.class_qualname, True
+        of = None
+        if e[0] == "call" and e[1] == ("name", "type") and len(e[2]) == 1 and not e[3]:
+            of = e[2][0]
+        elif e[0] == "attr" and e[2] == "__class__":
+            of = e[1]
+        if of is not None:
+            t = self.type_of(p.canon(of, p.context(f)))
+            return (t, True) if t is not None and t in p.classes else None
+        v = self.receiver_value(w)
+        if v is not None and len(v) == 1 and isinstance(v[0], GlobalRoot) and v[0].qualname in p.classes:
+            return v[0].qualname, False
+        return None
+
+    def reaches_through_class(self, w: AttrWrite, cls: str | None) -> Reach | None:
+        """Whether ``w``, a write whose receiver is a class object
+        (:meth:`receiver_class`), changes what an attribute read on an
+        instance of ``cls`` sees when the instance has no attribute of that
+        name of its own: the written class is ``cls``, a base of it, or a
+        subclass (the instance may be one)."""
+        got = self.receiver_class(w)
+        if got is None:
+            return None
+        k, any_subclass = got
+        if cls is not None and not self.related(k, cls):
+            return None
+        short = k.rsplit(".", 1)[-1]
+        who = f"`{short}` or a subclass" if any_subclass else f"the class `{short}`"
+        return Reach(True, f"the receiver is {who} itself: an instance without its own `{w.attr}` reads the class's")
+
     def _expr_types(self, e, f: FunctionInfo, depth: int) -> list[str] | None:
         """Types of an expression that has no single canonical value:
         ``a or b`` (either), a local bound once to one."""
