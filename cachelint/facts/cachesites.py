@@ -148,7 +148,7 @@ class CacheAnalysis(UseReasons):
         self.sites: list[CacheSite] = []
         self.by_name: dict[str, list[CacheSite]] = {}
         self._uses: list[Use] | None = None
-        self.hazards = Hazards(program, writes, bodies)
+        self.hazards = Hazards(program, writes, bodies, cost, state)
 
     # ----- cache sites ---------------------------------------------------------------
     def collect(self) -> None:

@@ -76,7 +76,10 @@ from ..semantic.values import (
 from ..semantic.writes import IN_PLACE_METHODS, AttrWrite, Reach, Writes, copy_source
 from .bodies import Bodies
 from .construction import ConstructionOrder, super_calls
+from .cost import CostModel
+from .guardstate import GuardState
 from .results import ResultKinds
+from .state import ProcessState
 
 # methods that change a list, dict or set in place (`ids.append(x)`)
 MUTATING_METHODS = IN_PLACE_METHODS
@@ -120,15 +123,24 @@ class SiteHazards:
     properties: list = field(default_factory=list)  # (path, property function): values computed on each read
     passed_holder: list = field(default_factory=list)  # (function, call, how): constructions handed a holder
     placement: list = field(default_factory=list)  # reasons about where the fill statement sits
+    guard_state: list = field(default_factory=list)  # reasons the guard's state outside the object may change
 
 
 class Hazards(ConstructionOrder):
     """Computes :class:`SiteHazards` per cache site, once."""
 
-    def __init__(self, program: Program, writes: Writes | None = None, bodies: Bodies | None = None) -> None:
+    def __init__(
+        self,
+        program: Program,
+        writes: Writes | None = None,
+        bodies: Bodies | None = None,
+        cost: CostModel | None = None,
+        state: ProcessState | None = None,
+    ) -> None:
         self.p = program
         self.writes = writes if writes is not None else Writes(program)
         self.bodies = bodies if bodies is not None else Bodies(program)
+        self.guard_state = GuardState(program, cost, state if state is not None else ProcessState(program, self.bodies))
         self.results = ResultKinds(program, self.writes)
         self._memo: dict = {}
         self._reach: dict = {}
@@ -212,6 +224,7 @@ class Hazards(ConstructionOrder):
                 dep.writers.append(h_w)
         h.dependencies = [d for d in deps.values() if d.writers]
         h.properties = self._properties(site, deps)
+        h.guard_state = self.guard_state.reasons(site)
 
         for a in site.args:
             v = a.value if isinstance(a, KwArg) else a

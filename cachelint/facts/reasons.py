@@ -199,6 +199,7 @@ class UseReasons:
                 f"`{at_use(path)}` is {what} (`{m.qualname}`), computed on each read from inputs cachelint does not "
                 "follow: a change to them after construction changes the call, not the attribute"
             )
+        out += hz.guard_state
         out += self._result_reasons(hz, g, c, replacement)
         out += hz.placement
         for w, reach, names in list(dynamic.values())[:MAX_SHOWN]:

@@ -176,7 +176,7 @@ def _plain_subject(e) -> bool:
     return type(e) is _Name
 
 
-def _pattern_cond(p, subject) -> Expr | None | bool:
+def _pattern_cond(p, subject) -> Expr | bool | None:
     """A pattern as a condition on ``subject`` (a name or attribute chain):
     an expression, True when it always matches (``_``, a capture), or None
     when it has no exact expression here (a class, sequence or mapping

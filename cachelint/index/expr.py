@@ -172,7 +172,7 @@ def conv(node: Any, depth: int = 0) -> Expr:
     return UNKNOWN
 
 
-def has_unknown(e) -> bool:
+def has_unknown(e: Any) -> bool:
     """``e`` holds a part :func:`conv` could not express (``UNKNOWN``): two
     such expressions may be different code although they compare equal
     (``(x := a)`` and ``(y := b)`` are both ``UNKNOWN``)."""

@@ -115,7 +115,13 @@ class CachedValueRecomputed(Rule):
        object (``self``, a bound method) to code cachelint cannot resolve.
     2. *Its guard holds.* Every condition that can skip the fill, the early
        `return`s of any `if`/`elif`/`else` branch, `with` or `try` body
-       included, is implied by the conditions the read runs under.
+       included, is implied by the conditions the read runs under. A
+       `match` case is a comparison of the subject when its pattern is a
+       literal, a value or `None` (or an or-pattern of them), and says that
+       no earlier case matched; a fill under any other pattern, in the
+       `else` of a loop that may `break`, or in the `else` of a `try` whose
+       `except` goes on, is never proven. A condition cachelint cannot
+       express (a walrus, arithmetic) implies nothing, not even itself.
     3. *The call is deterministic*: the callee is known pure (catalog, or
        inferred from its body), and so is every override the receiver's
        type may dispatch to (an object typed by a base class may be any
@@ -132,7 +138,17 @@ class CachedValueRecomputed(Rule):
        arguments (the attributes on their path, and any attribute of an
        argument object of a mutable class of the tree; the object the callee
        is a method of is an argument too), or the state the fill's guard
-       reads; none of these is a property. A
+       reads; none of these is a property. The guard's state outside the
+       object counts too: a module variable or class attribute that code of
+       the tree rebinds or changes (`global X` in any function, `mod.X = v`
+       from another module), and the environment (`os.environ`, `os.getenv`,
+       a catalogued environment read, directly or in a function the guard
+       calls), which anything may change at run time. A write to the class
+       (`Config.flag = v`, `cls.flag = v` in a classmethod,
+       `type(self).flag = v`) changes what an instance without its own
+       attribute reads: it counts unless every construction gives the
+       instance its own (a dataclass field, an unconditional assignment in
+       a constructor). A
        write counts however it is spelled (assignment, augmented, `del`,
        `setattr` with a literal or computed name, `object.__setattr__`,
        `__dict__`/`vars()` stores, in-place changes such as `.append(...)` or
