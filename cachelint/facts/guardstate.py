@@ -30,6 +30,7 @@ from __future__ import annotations
 from ..index.expr import dotted
 from ..semantic.program import Program, Value
 from ..semantic.values import CallRoot, CmpKey, GlobalRoot, IsNoneKey, KwArg, OpaqueKey, TruthyKey
+from ..semantic.writes import Writes
 from .cost import CostModel
 from .purity import StateKind
 from .state import ProcessState, flat, show
@@ -48,8 +49,11 @@ _ENVIRON_HEADS = frozenset({("os", "environ"), ("os", "getenv"), ("os", "getenvb
 class GuardState:
     """The reasons a cache site's guard may not hold after the fill (see the module docstring)."""
 
-    def __init__(self, program: Program, cost: CostModel | None, state: ProcessState) -> None:
+    def __init__(
+        self, program: Program, cost: CostModel | None, state: ProcessState, writes: Writes | None = None
+    ) -> None:
         self.p = program
+        self.writes = writes
         self.cost = cost
         self.catalog = cost.catalog if cost is not None else None
         self.state = state
@@ -92,16 +96,45 @@ class GuardState:
             return [f"reads `{show(v)}`, the environment, {_ENVIRON}"]
         if not self.state.is_state(v):
             return []
-        changes = self.state.changes(v)
-        if not changes:
-            return []
-        shown = "; ".join(
+        found = [
             f"`{c.where}` {'rebinds' if c.rebinds else 'changes'} it (line {c.line}: `{c.text}`)"
-            for c in changes[:MAX_SHOWN]
-        )
-        more = len(changes) - MAX_SHOWN
+            for c in self.state.changes(v)
+        ]
+        found += self._spelled_writes(v, {(c.where, c.line) for c in self.state.changes(v)})
+        if not found:
+            return []
+        shown = "; ".join(found[:MAX_SHOWN])
+        more = len(found) - MAX_SHOWN
         shown += f"; and {more} more" if more > 0 else ""
         return [f"reads the module state `{show(v)}`, which changes after construction: {shown}"]
+
+    def _spelled_writes(self, v: Value, seen: set) -> list[str]:
+        """Writes of module state ``v`` that name it only as a string on its
+        owner: ``setattr(mod, "X", v)``, ``vars(mod)["X"] = v``,
+        ``mod.__dict__.update(...)``, and ``setattr`` with a computed name (see
+        :class:`~cachelint.semantic.writes.Writes`), on the module, class or
+        object that holds it."""
+        if self.writes is None:
+            return []
+        root = v[0]
+        if len(v) == 1:
+            owner_qn, _, name = root.qualname.rpartition(".")
+            owner: Value = (GlobalRoot(owner_qn),)
+        else:
+            owner, name = v[:-1], v[-1]
+        if not isinstance(name, str):
+            return []
+        out = []
+        for w in self.writes.of(name):
+            if w.how in ("assign", "annassign", "augassign", "del") or w.how == "unindexed":
+                continue  # plain assignments are ProcessState.changes's
+            if (w.function.qualname, w.line) in seen or self.writes.receiver_value(w) != owner:
+                continue
+            where = w.function.module if w.function.name == "<module>" else w.function.qualname
+            seen.add((where, w.line))
+            what = "may rebind" if w.attr is None else "rebinds"
+            out.append(f"`{where}` {what} it (line {w.line}: `{w.text}`)")
+        return out
 
     def _call(self, callee: Value) -> list[str]:
         """A call the guard makes whose value may change between the fill and a read."""

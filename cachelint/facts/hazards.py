@@ -140,7 +140,8 @@ class Hazards(ConstructionOrder):
         self.p = program
         self.writes = writes if writes is not None else Writes(program)
         self.bodies = bodies if bodies is not None else Bodies(program)
-        self.guard_state = GuardState(program, cost, state if state is not None else ProcessState(program, self.bodies))
+        state = state if state is not None else ProcessState(program, self.bodies)
+        self.guard_state = GuardState(program, cost, state, self.writes)
         self.results = ResultKinds(program, self.writes)
         self._memo: dict = {}
         self._reach: dict = {}
