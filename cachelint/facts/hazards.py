@@ -13,8 +13,8 @@ between the fill and the read, nothing changed
   ``self.limits.encoder_len``): rebinding it replaces the filled object;
 * the fill's arguments: the attributes on their path from the anchor
   (``self.model``), and, for an argument object of a class of the tree that is
-  not frozen, any attribute of that object; the object the callee is a method
-  of counts as an argument;
+  not immutable, any attribute of that object; the object the callee is a
+  method of counts as an argument;
 * the state the fill's guard reads, inside calls and conditions cachelint
   cannot evaluate too: flipping ``is_encoder_decoder`` after construction
   makes a reader take a branch whose fill never ran. Outside the object
@@ -482,7 +482,7 @@ class Hazards(ConstructionOrder):
         if v is None or isinstance(v[0], ConstRoot):
             return
         cls = self.writes.type_of(v)
-        if cls is None or cls not in self.p.classes or self.writes.is_frozen(cls):
+        if cls is None or cls not in self.p.classes or self.results.class_kind(cls)[0] == "immutable":
             return
         names = self._attribute_names(cls)
         c = Contents(tuple(v[1:]) if v[0] == site.anchor else None, render_arg(site, v), cls, role)

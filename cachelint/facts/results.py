@@ -62,7 +62,9 @@ _UNION = frozenset({"Optional", "Union"})
 _IMMUTABLE_BUILTINS = frozenset(
     {"int", "float", "bool", "str", "bytes", "len", "tuple", "frozenset", "repr", "hash", "abs", "round", "isinstance"}
 )
-_IMMUTABLE_BASES = frozenset({"NamedTuple", "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+_IMMUTABLE_BASES = frozenset({"NamedTuple"})
+_WRAPPERS = frozenset({"ClassVar", "Final", "Annotated", "InitVar"})
 
 
 class ResultKinds:
@@ -106,7 +108,7 @@ class ResultKinds:
                     if name in MUTABLE_TYPES or name == "sorted":
                         return ("mutable", "list" if name == "sorted" else name)
                 if qn in self.p.classes:
-                    return self._class_kind(qn)
+                    return self.class_kind(qn)
             g = self.p.callee_function(callee) if callee is not None else None
             if g is not None and g is not fn:
                 return self._function_result(g, depth + 1)
@@ -135,11 +137,13 @@ class ResultKinds:
                 return ("mutable", last)
             qn = self.p.resolve_annotation(ann, module)
             if qn is not None and qn in self.p.classes:
-                return self._class_kind(qn)
+                return self.class_kind(qn, depth + 1)
             return ("mutable", last) if qn is not None else ("unknown", last)
         if k == "sub":
             last = (dotted(ann[1]) or "").rsplit(".", 1)[-1]
             members = ann[2][1] if ann[2][0] == "tuple" else (ann[2],)
+            if last in _WRAPPERS:  # ClassVar[int], Final[str]: the type inside
+                return self._annotation_kind(members[0], module, depth + 1)
             if last in _UNION:
                 return self._union([self._annotation_kind(m, module, depth + 1) for m in members])
             if last in IMMUTABLE_TYPES:
@@ -159,14 +163,39 @@ class ResultKinds:
                     return got
         return ("immutable", "")
 
-    def _class_kind(self, qn: str) -> tuple:
+    def annotation_kind(self, ann, module: str) -> tuple:
+        """("immutable" | "mutable" | "unknown", the type as named) of a value annotated ``ann``."""
+        return self._annotation_kind(ann, module, 0)
+
+    def assignable(self, qn: str) -> bool:
+        """Instances of class ``qn`` of the tree can have attributes assigned:
+        their changes are attribute writes, which cachelint follows."""
+        bases = {(dotted(b) or "").rsplit(".", 1)[-1] for k in self.p.mro(qn) for b in self._bases(k)}
+        return not (self.writes.is_frozen(qn) or bases & (_IMMUTABLE_BASES | _ENUM_BASES))
+
+    def _bases(self, qn: str) -> list:
+        c = self.p.classes.get(qn)
+        return [b for b in c.bases if b != UNKNOWN] if c is not None else []
+
+    def class_kind(self, qn: str, depth: int = 0) -> tuple:
+        """An instance of a class of the tree: immutable when it is an
+        ``Enum``, or it cannot be assigned (frozen, a ``NamedTuple``) and
+        every field's value is immutable too; a frozen dataclass holding a
+        ``list`` can still have that list changed in place."""
         p = self.p
         name = qn.rsplit(".", 1)[-1]
-        if self.writes.is_frozen(qn):
+        mro = [k for k in p.mro(qn) if k in p.classes]
+        bases = {(dotted(b) or "").rsplit(".", 1)[-1] for k in mro for b in p.classes[k].bases if b != UNKNOWN}
+        if bases & _ENUM_BASES:
             return ("immutable", name)
-        c = p.classes.get(qn)
-        if c is not None and any(
-            (dotted(b) or "").rsplit(".", 1)[-1] in _IMMUTABLE_BASES for b in c.bases if b != UNKNOWN
-        ):
-            return ("immutable", name)
-        return ("mutable", name)
+        if not (self.writes.is_frozen(qn) or bases & _IMMUTABLE_BASES):
+            return ("mutable", name)
+        if depth > 4:  # fields of fields of ...: not shown immutable
+            return ("unknown", name)
+        for k in mro:
+            c = p.classes[k]
+            for field_name, ann in c.fields.items():
+                kind = self._annotation_kind(ann, c.module, depth + 1)
+                if kind[0] != "immutable":
+                    return (kind[0], f"{name} (its field `{field_name}` is a `{kind[1] or render(ann)}`)")
+        return ("immutable", name)

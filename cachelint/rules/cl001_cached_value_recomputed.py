@@ -163,9 +163,10 @@ class CachedValueRecomputed(Rule):
        construction is handed a holder made elsewhere.
     6. *The value is not a shared mutable object*: the callee's return
        annotation (or what it returns) is immutable (`int`, `str`, `bool`,
-       `float`, `bytes`, `tuple`, `frozenset`, `None`, a frozen dataclass, a
-       `NamedTuple`, an `Enum`). The call gave each caller a fresh object; the
-       attribute is one object for all of them.
+       `float`, `bytes`, `tuple`, `frozenset`, `None`, a frozen dataclass or
+       a `NamedTuple` whose fields are immutable, an `Enum`). The call gave
+       each caller a fresh object; the attribute is one object for all of
+       them.
 
     Otherwise the fix is unsafe, and the message names each unproven item:
     the guard condition in the reader's own terms, the other writer (its
