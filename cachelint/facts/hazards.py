@@ -14,7 +14,11 @@ between the fill and the read, nothing changed
 * the fill's arguments: the attributes on their path from the anchor
   (``self.model``), and, for an argument object of a class of the tree that is
   not immutable, any attribute of that object; the object the callee is a
-  method of counts as an argument;
+  method of counts as an argument. An argument object that is mutable (a
+  ``list``, a frozen class holding one, a type cachelint cannot show
+  immutable) and that the object did not make (a parameter, a dataclass
+  field, a class attribute, a module global) may be changed in place through
+  any other reference to it, which cachelint does not follow;
 * the state the fill's guard reads, inside calls and conditions cachelint
   cannot evaluate too: flipping ``is_encoder_decoder`` after construction
   makes a reader take a branch whose fill never ran. Outside the object
@@ -57,7 +61,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..index.expr import _last_name, conv, dotted
+from ..index.expr import _last_name, conv, dotted, render
 from ..index.records import FunctionInfo
 from ..index.scans import scan_hits
 from ..semantic.program import CONSTRUCTORS, Program, Value
@@ -81,6 +85,19 @@ from .guardstate import GuardState
 from .results import ResultKinds
 from .state import ProcessState
 
+# calls that return a new container each time: what they build is the caller's own
+FRESH_BUILDERS = frozenset(
+    "builtins." + n for n in ("list", "dict", "set", "bytearray", "sorted", "frozenset", "tuple")
+) | frozenset(
+    {
+        "copy.copy",
+        "copy.deepcopy",
+        "collections.deque",
+        "collections.OrderedDict",
+        "collections.defaultdict",
+        "collections.Counter",
+    }
+)
 # methods that change a list, dict or set in place (`ids.append(x)`)
 MUTATING_METHODS = IN_PLACE_METHODS
 MAX_SHOWN = 3  # writers named per dependency
@@ -122,6 +139,9 @@ class SiteHazards:
     pre_fill_calls: list = field(default_factory=list)  # calls the fill's constructor makes before the fill
     properties: list = field(default_factory=list)  # (path, property function): values computed on each read
     passed_holder: list = field(default_factory=list)  # (function, call, how): constructions handed a holder
+    # argument objects that may be changed in place through a reference cachelint
+    # does not follow: (role, path from the anchor or None, text, what it is, where it came from)
+    shared_args: list = field(default_factory=list)
     placement: list = field(default_factory=list)  # reasons about where the fill statement sits
     guard_state: list = field(default_factory=list)  # reasons the guard's state outside the object may change
 
@@ -232,6 +252,7 @@ class Hazards(ConstructionOrder):
             self._contents(site, v, h, "argument")
         if len(site.callee) > 1:  # `self.budget()`, `REGISTRY.lookup(m)`: the object is read too
             self._contents(site, site.callee[:-1], h, "bound")
+        h.shared_args = self._shared_arguments(site)
         h.skips_fill = self._skipping_subclasses(site)
         if len(target) > 2 and site.in_constructor:
             h.shared_holder = self._replacements(site)
@@ -411,6 +432,192 @@ class Hazards(ConstructionOrder):
                         continue  # `limits=Limits()`: a fresh object made for this construction alone
             out.append((g, c, passed[0]))
         return out
+
+    # ----- objects made elsewhere -----------------------------------------------------
+    def _shared_arguments(self, site) -> list:
+        """The fill's argument objects (and the object the callee is a method
+        of) that may be changed in place through a reference cachelint does
+        not follow: a mutable value the object did not make itself."""
+        values = [(a.value if isinstance(a, KwArg) else a, "argument") for a in site.args]
+        if len(site.callee) > 1:
+            values.append((site.callee[:-1], "bound"))
+        out = []
+        for v, role in values:
+            got = self._shared_object(site, v) if v is not None else None
+            if got is not None:
+                path = tuple(v[1:]) if v[0] == site.anchor else None
+                out.append((role, path, render_arg(site, v), *got))
+        return out
+
+    def _shared_object(self, site, v: Value) -> tuple | None:
+        """(what it is, where it came from) when the object ``v`` denotes is
+        mutable (a list, dict or set, a frozen class with such a field, a type
+        cachelint cannot show immutable) and came from outside the object
+        holding it: a constructor's parameter, a dataclass field, a class
+        attribute, a module global, something else's attribute. Whoever else
+        holds it, outside the analysed files too, may change it in place.
+        None when it is immutable, new (built by the constructor that stores
+        it), or of a class of the tree that can be assigned (whose attribute
+        writes :meth:`_contents` follows wherever they are)."""
+        p = self.p
+        root = v[0]
+        if not isinstance(root, (SelfRoot, ParamRoot, GlobalRoot)) or not all(isinstance(a, str) for a in v[1:]):
+            return None
+        glob = None  # (module index, name) of a module global read whole
+        if isinstance(root, GlobalRoot):
+            if not p.is_module_level_variable(root.qualname):
+                return None  # a module, class or function; a name of code outside the tree
+            if len(v) == 1:
+                mod, _, name = root.qualname.rpartition(".")
+                glob = (p.modules[mod], name)
+        elif len(v) == 1:
+            return None  # the anchor: its attributes are followed
+        owner = self.writes.type_of(v[:-1]) if len(v) > 1 else None
+        declared: tuple | None = None  # (annotation, module)
+        if glob is not None and glob[1] in glob[0].global_annotations:
+            declared = (glob[0].global_annotations[glob[1]], glob[0].module)
+        elif owner is not None:
+            declared = self._declared(owner, v[-1])
+        t = self.writes.type_of(v)
+        if t is not None and t in p.classes:
+            kind, what = self.results.class_kind(t)
+            if kind == "immutable" or self.results.assignable(t):
+                return None  # an assignable class's attribute writes are followed (`_contents`)
+            what = f"a `{what}`"
+        elif declared is not None:
+            if self.results.annotation_kind(*declared)[0] == "immutable":
+                return None
+            what = f"a `{render(declared[0])}`"
+        else:
+            what = "a value cachelint cannot show immutable"
+        if glob is not None:
+            e = glob[0].globals.get(glob[1])
+            if e is not None and e[0] in ("const", "tuple"):
+                return None
+            return what, f"the module global `{glob[0].module}.{glob[1]}`"
+        if owner is None or owner not in p.classes:
+            return what, f"an attribute of `{render_arg(site, v[:-1])}`, an object whose type cachelint does not know"
+        origin = self._attr_origin(owner, v[-1])
+        return (what, origin) if origin is not None else None
+
+    def _declared(self, owner: str, attr: str) -> tuple | None:
+        """(annotation, module) a class of the tree declares ``attr`` with: at
+        class level, else that of the parameter its constructor stores in it."""
+        p = self.p
+        for qn in p.mro(owner):
+            c = p.classes.get(qn)
+            if c is not None and attr in c.fields:
+                return c.fields[attr], c.module
+        for f, a in self._constructor_binds(owner, attr)[0]:
+            e = a.value
+            prm = next((q for q in f.params if e == ("name", q.name)), None) if e is not None else None
+            if prm is not None and prm.annotation is not None:
+                return prm.annotation, f.module
+        return None
+
+    def _constructor_binds(self, owner: str, attr: str) -> tuple[list, bool]:
+        """The constructors' ``self.attr = e`` of ``owner`` (and its bases),
+        and whether one of them runs for every object (not under a condition
+        or in a loop)."""
+        binds = [
+            (f, a)
+            for f, a in self.p.self_attr_writers(owner, attr)
+            if f.name in CONSTRUCTORS and a.kind in ("assign", "annassign")
+        ]
+        return binds, any(not a.guard and not a.in_loop for _f, a in binds)
+
+    def _attr_origin(self, owner: str, attr: str) -> str | None:
+        """Where the object an instance of ``owner`` holds in ``attr`` came
+        from, when not made by its constructor nor immutable."""
+        p = self.p
+        short = owner.rsplit(".", 1)[-1]
+        binds, always = self._constructor_binds(owner, attr)
+        for f, a in binds:
+            why = self._bound_elsewhere(f, a)
+            if why is not None:
+                return why
+        if always:
+            return None
+        for qn in p.mro(owner):
+            c = p.classes.get(qn)
+            if c is None or (attr not in c.fields and attr not in c.class_attrs):
+                continue
+            val = c.class_attrs.get(attr)
+            if p.is_dataclass(qn) and attr in c.fields:
+                if not (val is not None and _field_call(val) and _keyword(val, "init") == ("const", False)):
+                    return f"the dataclass field `{c.name}.{attr}`, which its constructor takes from the caller"
+                factory = _keyword(val, "default_factory")
+                if factory is not None and self._fresh_factory(c.module, factory):
+                    return None
+                val = _keyword(val, "default")
+            if val is None:
+                continue  # only annotated here
+            if val[0] in ("const", "tuple"):
+                return None
+            return f"the class attribute `{c.name}.{attr}` (`{_short(render(val))}`), one object every instance shares"
+        if binds:
+            return None
+        return f"`{short}.{attr}`, which no constructor of `{short}` binds"
+
+    def _bound_elsewhere(self, f, a) -> str | None:
+        """Why the object constructor ``f`` stores with ``a`` (``self.x = e``)
+        may be one it did not make: a parameter, a global, another object's
+        attribute, the result of a call cachelint cannot see into. None for
+        a new object (a literal, a comprehension, a container built by a
+        builtin, an instance of a class of the tree) or an immutable value."""
+        p = self.p
+        e = a.value
+        where = f.qualname[len(f.module) + 1 :] if f.module else f.qualname
+        if a.elements is not None or e is None:
+            return None if a.elements is not None else f"`{render(a.target)} = ...` in `{where}`"
+        if e[0] in ("list", "dict", "const", "tuple"):
+            return None
+        ctx = p.context(f)
+        if e[0] == "name" and e[1] in ctx.params and e[1] not in ctx.locals:
+            prm = ctx.params[e[1]]
+            if prm.annotation is not None:
+                if self.results.annotation_kind(prm.annotation, f.module)[0] == "immutable":
+                    return None
+                t = p.resolve_annotation(prm.annotation, f.module)
+                if t is not None and t in p.classes and self.results.assignable(t):
+                    return None  # a class of the tree: its attribute writes are followed
+            kind = "" if prm.annotation is not None else ", not annotated"
+            return f"the object passed as parameter `{prm.name}` of `{where}`{kind}"
+        if e[0] == "call":
+            callee = p.canon(e[1], ctx)
+            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                qn = callee[0].qualname
+                if qn in p.classes or qn in FRESH_BUILDERS:
+                    return None
+        v = p.canon(e, ctx)
+        if v is not None and isinstance(v[0], ConstRoot):
+            return None
+        t = self.writes.type_of(v) if v is not None else None
+        if t is not None and t in p.classes and self.results.class_kind(t)[0] == "immutable":
+            return None
+        return f"`{_short(render(a.target) + ' = ' + render(e), 90)}` in `{where}`, an object it did not make"
+
+    def _fresh_factory(self, module: str, factory) -> bool:
+        """A dataclass ``default_factory`` that makes a new object each call:
+        a class, a builtin container, a lambda returning one."""
+        p = self.p
+        fi = p.modules.get(module)
+        if factory[0] == "def":
+            g = p.functions.get(factory[1])
+            if g is None or not g.returns:
+                return False
+            ctx = p.context(g)
+            for r in g.returns:
+                if r[0] in ("list", "dict", "const", "tuple"):
+                    continue
+                callee = p.canon(r[1], ctx) if r[0] == "call" else None
+                if callee is None or len(callee) != 1 or not isinstance(callee[0], GlobalRoot):
+                    return False
+                if callee[0].qualname not in p.classes and callee[0].qualname not in FRESH_BUILDERS:
+                    return False
+            return True
+        qn = p.annotation_name(factory, module) if fi is not None else None
+        return qn is not None and (qn in p.classes or qn in FRESH_BUILDERS)
 
     def _holder_position(self, cls: str, attr: str) -> int | None:
         """The positional index (after ``self``) a constructor takes ``attr`` at."""
@@ -611,6 +818,19 @@ def _yield_in_handled_try(node) -> bool:
 def _suppress_call(e) -> bool:
     f = e.func if isinstance(e, ast.Call) else e
     return (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "") == "suppress"
+
+
+def _field_call(e) -> bool:
+    """``field(...)``, ``dataclasses.field(...)``, ``attrs.field(...)``."""
+    return e[0] == "call" and (dotted(e[1]) or "").rsplit(".", 1)[-1] == "field"
+
+
+def _keyword(call, name: str):
+    return next((v for k, v in call[3] if k == name), None)
+
+
+def _short(text: str, limit: int = 70) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _positions(scans: tuple, keys: set) -> list:

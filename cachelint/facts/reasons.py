@@ -168,6 +168,13 @@ class UseReasons:
             else:
                 head = f"the callee is a method of `{named}`, a `{short}` that is changed after construction: "
             out.append(head + summarise(static, one))
+        for role, path, text, what, origin in hz.shared_args:
+            named = at_use(path) if path is not None else text
+            subject = f"the fill's argument `{named}`" if role == "argument" else f"the callee's object `{named}`"
+            out.append(
+                f"{subject} is {what} made outside the object ({origin}): code holding another reference to "
+                "it, here or outside the analysed files, may change it in place, which cachelint does not follow"
+            )
         for cls, text in hz.skips_fill:
             if xt is not None and (p.is_subclass(cls, xt) or p.is_subclass(xt, cls)):
                 out.append(text)

@@ -157,7 +157,12 @@ class CachedValueRecomputed(Rule):
        annotated or constructed type is unrelated, or every caller of its
        untyped parameter (a function never used as a value) passes an
        unrelated type. An unknown receiver may be the object. Writes made
-       while the object is built, before the fill, do not count.
+       while the object is built, before the fill, do not count. An
+       argument object that is mutable (a `list`, `dict` or `set`, a frozen
+       class with such a field, a type cachelint cannot show immutable) and
+       that the object did not make itself (a constructor's parameter, a
+       dataclass field, a class attribute, a module global) may be changed
+       in place through any other reference, outside the analysed files too.
     5. *The object is not shared*: no `dataclasses.replace` of it runs the
        constructor again on a copy that shares the holder, and no
        construction is handed a holder made elsewhere.
