@@ -46,8 +46,9 @@ not a dataclass; in a loop, an ``except`` handler, a ``try`` whose ``except``
 goes on, or a ``with suppress(...)``; and for a read a call made during
 construction, before the fill, reaches. A holder two objects share gets each
 one's fill: ``dataclasses.replace`` of the anchor runs its constructor again
-on a shallow copy, and a construction handed a holder made elsewhere shares
-it. A callee that returns a mutable object (or one whose type is not known)
+on a shallow copy, a construction handed a holder made elsewhere shares
+it, and so does every instance of a holder bound to a class attribute, a
+dataclass field's default, a parameter's default value or a module global. A callee that returns a mutable object (or one whose type is not known)
 hands each caller a fresh object; the attribute is one shared object.
 
 :class:`SiteHazards` holds these facts for one cache site, computed once; the
@@ -139,6 +140,8 @@ class SiteHazards:
     pre_fill_calls: list = field(default_factory=list)  # calls the fill's constructor makes before the fill
     properties: list = field(default_factory=list)  # (path, property function): values computed on each read
     passed_holder: list = field(default_factory=list)  # (function, call, how): constructions handed a holder
+    # holders several objects may share: (path from the anchor, where it is bound)
+    shared_holder_bindings: list = field(default_factory=list)
     # argument objects that may be changed in place through a reference cachelint
     # does not follow: (role, path from the anchor or None, text, what it is, where it came from)
     shared_args: list = field(default_factory=list)
@@ -257,6 +260,7 @@ class Hazards(ConstructionOrder):
         if len(target) > 2 and site.in_constructor:
             h.shared_holder = self._replacements(site)
             h.passed_holder = self._passed_holders(site)
+            h.shared_holder_bindings = self._shared_holders(site)
         h.result = self.result_kind(site)
         h.pre_fill_calls = self._pre_fill_calls(site)
         if site.call.in_handler:
@@ -618,6 +622,80 @@ class Hazards(ConstructionOrder):
             return True
         qn = p.annotation_name(factory, module) if fi is not None else None
         return qn is not None and (qn in p.classes or qn in FRESH_BUILDERS)
+
+    def _shared_holders(self, site) -> list:
+        """Holders on the cached attribute's path (``self.limits`` in
+        ``self.limits.encoder_len``) that may be one object several
+        instances share: a class attribute, a dataclass field's default
+        value (or a ``default_factory`` that does not make a new one), a
+        parameter's default value, a module global. Each instance's fill
+        writes into it, overwriting the others'."""
+        p = self.p
+        target = site.target
+        out = []
+        for i in range(1, len(target) - 1):
+            attr = target[i]
+            owner = self.writes.type_of(target[:i])
+            if not isinstance(attr, str) or owner is None or owner not in p.classes:
+                continue
+            why = self._holder_origin(owner, attr)
+            if why is not None:
+                out.append((tuple(target[1 : i + 1]), why))
+        return out
+
+    def _holder_origin(self, owner: str, attr: str) -> str | None:
+        p = self.p
+        binds, always = self._constructor_binds(owner, attr)
+        for f, a in binds:
+            where = f.qualname[len(f.module) + 1 :] if f.module else f.qualname
+            ctx = p.context(f)
+            e = a.value
+            for x in e[1] if e is not None and e[0] == "or" else (e,):
+                if x is None:
+                    continue
+                if x[0] == "name" and x[1] in ctx.params and x[1] not in ctx.locals:
+                    d = ctx.params[x[1]].default
+                    if d is not None and d[0] != "const":
+                        return (
+                            f"the default value of parameter `{x[1]}` of `{where}` (`{_short(render(d))}`), "
+                            "made once when the function was defined and shared by every call that omits it"
+                        )
+                    continue
+                v = p.canon(x, ctx)
+                if v is not None and isinstance(v[0], GlobalRoot) and all(isinstance(k, str) for k in v[1:]):
+                    qn = v[0].qualname
+                    if p.is_module_level_variable(qn) or (qn in p.classes and len(v) > 1):
+                        return f"`{_short(render(x))}` (in `{where}`, line {a.line}), one object every instance shares"
+        if always:
+            return None
+        for qn in p.mro(owner):
+            c = p.classes.get(qn)
+            if c is None or attr not in c.class_attrs:
+                continue
+            val = c.class_attrs[attr]
+            shown = f"`{c.name}.{attr} = {_short(render(val))}`"
+            if p.is_dataclass(qn) and attr in c.fields:
+                if _field_call(val):
+                    factory = _keyword(val, "default_factory")
+                    if factory is not None:
+                        if self._fresh_factory(c.module, factory):
+                            return None
+                        return (
+                            f"the dataclass field {shown}, whose `default_factory` may return the same object each time"
+                        )
+                    val = _keyword(val, "default")
+                    if val is None:
+                        return None
+                if val[0] == "const":
+                    return None
+                return (
+                    f"the dataclass field default {shown}: one object, made when the class was defined, "
+                    f"that every instance built without a `{attr}` shares"
+                )
+            if val[0] == "const":
+                return None
+            return f"the class attribute {shown}, one object every instance shares unless it assigns its own"
+        return None
 
     def _holder_position(self, cls: str, attr: str) -> int | None:
         """The positional index (after ``self``) a constructor takes ``attr`` at."""

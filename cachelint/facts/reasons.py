@@ -200,6 +200,11 @@ class UseReasons:
             )
         if len(hz.passed_holder) > MAX_SHOWN:
             out.append(f"and {len(hz.passed_holder) - MAX_SHOWN} more constructions handed a `{site.target[1]}`")
+        for path, origin in hz.shared_holder_bindings:
+            out.append(
+                f"the holder `{at_use(path)}` is bound to {origin}: each `{anchor_short}` built around it stores "
+                f"its own `{site.attr}` into that one object, overwriting the value of the others"
+            )
         for path, m in hz.properties:
             what = "a property" if is_property(m) else "a method"
             out.append(

@@ -164,8 +164,11 @@ class CachedValueRecomputed(Rule):
        dataclass field, a class attribute, a module global) may be changed
        in place through any other reference, outside the analysed files too.
     5. *The object is not shared*: no `dataclasses.replace` of it runs the
-       constructor again on a copy that shares the holder, and no
-       construction is handed a holder made elsewhere.
+       constructor again on a copy that shares the holder, no construction
+       is handed a holder made elsewhere, and the holder is not bound to a
+       class attribute, a dataclass field's default (or a `default_factory`
+       that may return the same object), a parameter's default value or a
+       module global, which several objects share.
     6. *The value is not a shared mutable object*: the callee's return
        annotation (or what it returns) is immutable (`int`, `str`, `bool`,
        `float`, `bytes`, `tuple`, `frozenset`, `None`, a frozen dataclass or
