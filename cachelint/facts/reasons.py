@@ -217,6 +217,18 @@ class UseReasons:
         for w, reach, names in list(dynamic.values())[:MAX_SHOWN]:
             why = f" ({reach.why})" if reach.why else ""
             what = " or ".join(names) if len(names) <= 2 else f"any of {len(names)} attributes this read relies on"
+            if w.how == "value":
+                name = w.source[1]
+                taken = (
+                    f"assigns `{name}`, replacing every attribute of an object cachelint cannot see"
+                    if w.source[3]
+                    else f"takes `{name}` as a value rather than calling it"
+                )
+                out.append(
+                    f"{w.where} (line {w.line}: `{w.text}`) {taken}: whatever uses it may set any attribute "
+                    f"of any object, which cachelint cannot follow, so it may rebind {what}"
+                )
+                continue
             if w.how == "unindexed":
                 out.append(
                     f"{w.where} calls `setattr` where cachelint does not index calls (not indexed: in a lambda or "

@@ -157,7 +157,10 @@ class CachedValueRecomputed(Rule):
        annotated or constructed type is unrelated, or every caller of its
        untyped parameter (a function never used as a value) passes an
        unrelated type. An unknown receiver may be the object. Writes made
-       while the object is built, before the fill, do not count. An
+       while the object is built, before the fill, do not count.
+       `setattr`, `delattr`, `object.__setattr__` or `vars` taken as a value
+       (`partial(setattr, ...)`, `s = setattr`), and a `__dict__` stored,
+       passed on or assigned, may write any attribute of any object. An
        argument object that is mutable (a `list`, `dict` or `set`, a frozen
        class with such a field, a type cachelint cannot show immutable) and
        that the object did not make itself (a constructor's parameter, a

@@ -27,6 +27,13 @@ parameter's type only when every mention of the function's name in the tree
 is accounted for by its definition, imports, decorators and calls: a
 function kept in a list of hooks is called where no call site shows.
 
+A setter taken as a value rather than called (``functools.partial(setattr,
+obj, name, v)``, ``s = setattr``, ``hooks.append(object.__setattr__)``,
+``map(vars, objs)``, ``d = obj.__dict__``, ``obj.__dict__ = d``) is found in
+the source text (``value``): whoever calls it, or writes into the dictionary,
+may set any attribute of any object, so it is a write with a computed name
+on an unknown receiver.
+
 An in-place change of an attribute's value (``spec.tokens.append(t)``,
 ``spec.tokens[0] = t``) is a write of that attribute too (``in-place``): what
 ``spec.tokens`` holds changes, frozen dataclass or not.
@@ -34,11 +41,15 @@ An in-place change of an attribute's value (``spec.tokens.append(t)``,
 
 from __future__ import annotations
 
+import ast
+import io
+import keyword
 import re
+import tokenize
 from collections import Counter
 from dataclasses import dataclass
 
-from ..index.expr import UNKNOWN, render
+from ..index.expr import UNKNOWN, conv, render
 from ..index.records import Assign, FileIndex, FunctionInfo
 from ..index.scans import scan_hits
 from .program import Program
@@ -76,6 +87,20 @@ _SCAN_KEYS = _SETATTR_NAMES | _DUNDER_SETATTR | _DICT_METHODS | IN_PLACE_METHODS
 # a call of the builtin `setattr` in source text (not `x.setattr(`, not `getattr(`)
 _SETATTR_TEXT = re.compile(rb"(?<![\w.])setattr\s*\(")
 
+# the names a setter taken as a value may be spelled with (see the module docstring)
+_VALUE_TEXT = re.compile(rb"setattr|delattr|__dict__|(?<![\w.])vars\b")
+_SETTER_BUILTINS = frozenset({"setattr", "delattr", "vars"})
+# calls that only read a dictionary handed to them (`dict(obj.__dict__)`, `len(vars(x))`)
+_DICT_READERS = frozenset(
+    {"len", "repr", "str", "print", "dict", "list", "tuple", "set", "frozenset", "sorted", "iter", "id", "hash"}
+    | {"bool", "isinstance", "hasattr", "getattr", "copy", "deepcopy", "dumps", "format", "pformat", "any", "all"}
+    | {"update"}  # `other.__dict__.update(obj.__dict__)`: a write of `other` (indexed), a read of `obj`
+)
+# what may come right before an expression that is only read (`k in obj.__dict__`, `if obj.__dict__:`)
+_READ_BEFORE = frozenset({"**", "*", "in", "not", "is", "if", "elif", "while", "assert", "and", "or", "{", "=="})
+_READ_AFTER = frozenset({"==", "!=", "is", "in", "not", "and", "or", "if", "else", ":", "}"})
+_NOT_CODE = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING})
+
 _PLAIN = frozenset({"assign", "annassign", "augassign", "del", "for", "with", "unpack", "walrus", "match"})
 
 
@@ -97,6 +122,8 @@ class AttrWrite:
     def text(self) -> str:
         """The write as written, shortened (rendered only for messages)."""
         a = self.assign
+        if self.how == "value":  # the source line
+            return _short(self.source[2])
         if a is None:
             return _short(render(self.source))
         t = self.source
@@ -220,6 +247,7 @@ class Writes(ReceiverTypes):
                     add(w)
         self._by_attr = out
         dynamic += self._unindexed(dynamic)
+        dynamic += self._taken_as_value()
         self._dynamic = dynamic
         return out
 
@@ -246,6 +274,44 @@ class Writes(ReceiverTypes):
                 f = self.module_functions().get(f"{fi.module}.<module>" if fi.module else "<module>") or module_code(fi)
                 out.append(AttrWrite(f, 0, 0, None, UNKNOWN, "unindexed", ("name", "setattr"), ()))
         return out
+
+    def _taken_as_value(self) -> list[AttrWrite]:
+        """Setters taken as values (see the module docstring): a write of
+        any attribute of any object, where the setter is taken."""
+        out = []
+        for fi in self.p.indexes:
+            if fi.error is not None:
+                continue
+            data = self._source(fi.path)
+            if not _VALUE_TEXT.search(data):
+                continue
+            for line, column, name, text, replaces, receiver in _values_taken(data):
+                f = self._enclosing(fi, line)
+                if name in _SETTER_BUILTINS and self._shadowed(fi, f, name):
+                    continue  # a local `vars`, a parameter named `setattr`
+                w = AttrWrite(f, line, column, None, receiver, "value", ("value", name, text, replaces), ())
+                out.append(w)
+        return out
+
+    def _enclosing(self, fi: FileIndex, line: int) -> FunctionInfo:
+        """The innermost function of ``fi`` around ``line``, else its module code."""
+        best = None
+        for g in fi.functions:
+            f = self.p.functions.get(g.qualname) if isinstance(g, FunctionInfo) else self.p.functions.get(g)
+            if f is not None and f.line <= line <= f.end_line and (best is None or f.line > best.line):
+                best = f
+        if best is not None:
+            return best
+        return self.module_functions().get(f"{fi.module}.<module>" if fi.module else "<module>") or module_code(fi)
+
+    def _shadowed(self, fi: FileIndex, f: FunctionInfo, name: str) -> bool:
+        """``name`` is bound in ``f``, a function around it, or its module."""
+        g: FunctionInfo | None = f
+        while g is not None and g.name != "<module>":
+            if any(q.name == name for q in g.params) or any(a.target == ("name", name) for a in g.assigns):
+                return True
+            g = self.p.functions.get(g.parent_function) if g.parent_function else None
+        return name in fi.globals or name in fi.defs or name in fi.imports
 
     @staticmethod
     def _pick(scans: tuple) -> list:
@@ -479,3 +545,95 @@ def copy_source(v: Value | None, program: Program | None = None) -> tuple | None
         if args:
             return callee[0].qualname, args[0]
     return None
+
+
+def _values_taken(data: bytes) -> list[tuple[int, int, str, str, bool, tuple]]:
+    """(line, column, name, line text, whether it assigns ``__dict__``, the
+    object whose ``__dict__`` it is, else UNKNOWN) of each setter taken as a value in a
+    file's source (see the module docstring), from its tokens: comments and
+    strings do not count; calls (``setattr(o, n, v)``, ``obj.__dict__[k] =
+    v``, ``obj.__dict__.update(d)``, which :class:`Writes` reads from the
+    index) and reads (``k in obj.__dict__``, ``dict(obj.__dict__)``,
+    ``f(**obj.__dict__)``) are not values taken."""
+    try:
+        toks = [t for t in tokenize.tokenize(io.BytesIO(data).readline) if t.type not in _NOT_CODE]
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    out = []
+    opens: list[int] = []  # indices of the brackets not yet closed
+    n = len(toks)
+    for i, t in enumerate(toks):
+        s = t.string
+        if t.type == tokenize.OP:
+            if s in ("(", "[", "{"):
+                opens.append(i)
+            elif s in (")", "]", "}") and opens:
+                opens.pop()
+            continue
+        if t.type != tokenize.NAME:
+            continue
+        prev = toks[i - 1].string if i else ""
+        nxt = toks[i + 1].string if i + 1 < n else ""
+        receiver = UNKNOWN
+        if s in _SETTER_BUILTINS:
+            if prev in (".", "def", "class", "import", "as", "from", "global", "nonlocal", "lambda"):
+                continue
+            if nxt in ("(", "=", ":=") or (nxt == ":" and opens and toks[opens[-1]].string == "("):
+                continue  # a call; an assignment or keyword argument; a parameter
+        elif s in ("__setattr__", "__delattr__"):
+            if prev != "." or nxt in ("(", "="):
+                continue
+        elif s == "__dict__":
+            if prev != "." or nxt in ("[", "."):
+                continue
+            start = _chain_start(toks, i)
+            receiver = _expression(toks[start : i - 1])
+            if nxt != "=":  # `obj.__dict__ = d` replaces every attribute
+                before = toks[start - 1].string if start else ""
+                if before in _READ_BEFORE or nxt in _READ_AFTER:
+                    continue
+                if before in ("(", ",") and opens and toks[opens[-1]].string == "(" and opens[-1] > 0:
+                    callee = toks[opens[-1] - 1]
+                    if callee.type == tokenize.NAME and callee.string in _DICT_READERS:
+                        continue
+        else:
+            continue
+        out.append((t.start[0], t.start[1], s, t.line.strip(), s == "__dict__" and nxt == "=", receiver))
+    return out
+
+
+def _expression(toks: list) -> tuple:
+    """The indexed form of the expression the tokens spell (on one line), else UNKNOWN."""
+    if not toks or any(t.start[0] != toks[0].start[0] for t in toks):
+        return UNKNOWN
+    line = toks[0].line
+    text = line[toks[0].start[1] : toks[-1].end[1]]
+    try:
+        return conv(ast.parse(text, mode="eval").body)
+    except SyntaxError:
+        return UNKNOWN
+
+
+def _chain_start(toks: list, i: int) -> int:
+    """The index of the first token of the attribute chain ending at ``i``
+    (``a.b(c)[d].__dict__``)."""
+    j = i
+    while j > 0:
+        p = toks[j - 1]
+        if p.string in (")", "]"):
+            depth, k = 0, j - 1
+            while k >= 0:
+                if toks[k].string in (")", "]", "}"):
+                    depth += 1
+                elif toks[k].string in ("(", "[", "{"):
+                    depth -= 1
+                if depth == 0:
+                    break
+                k -= 1
+            j = max(k, 0)
+            continue
+        if p.string == "." or (p.type == tokenize.NAME and not keyword.iskeyword(p.string)):
+            j -= 1
+            continue
+        break
+    return j
