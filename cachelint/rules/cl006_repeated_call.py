@@ -1287,7 +1287,7 @@ class _Function:
             return None
         fixed = self._dominated(best, whole, cal)
         saved, basis = self._saved_in_run(fixed)
-        sites = [Site(self.f, c, cal.cost, None, None) for c, _n in fixed]
+        sites = [Site(self.f, c, cal.cost, self.p.call_callee(self.f, c), None) for c, _n in fixed]
         fix = self.planner.hoist_local(sites[0], sites)
         n = len(best)
         lines = ", ".join(str(c.line) for c, _n in best)
@@ -1357,7 +1357,7 @@ class _Function:
             return False
         if not cal.cost.pure and self._unfollowed_between(uses[0][1], uses[-1][1]):
             return False
-        sites = [Site(self.f, c, cal.cost, None, None) for c, _n in uses]
+        sites = [Site(self.f, c, cal.cost, self.p.call_callee(self.f, c), None) for c, _n in uses]
         return self.planner.changed_between(sites[0], sites, None, [n for _c, n in uses]) is None
 
     def _loop_finding(self, uses: list, loop: ast.AST, cal: Callee) -> Finding | None:
@@ -1387,7 +1387,7 @@ class _Function:
             return None  # runs once, then the loop is left
         if self._receiver_touched(uses, loop):
             return None
-        sites = [Site(self.f, c, cal.cost, None, None) for c, _n in uses]
+        sites = [Site(self.f, c, cal.cost, self.p.call_callee(self.f, c), None) for c, _n in uses]
         if self.planner.changed_between(sites[0], sites, loop, [n for _c, n in uses]) is not None:
             return None
         saved, basis = self._saved_in_loop(uses, loop)
