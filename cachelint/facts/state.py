@@ -244,6 +244,14 @@ def _chain_expr(parts: tuple[str, ...]) -> tuple:
     return e
 
 
+def _class_of_self(e, self_name: str) -> bool:
+    """``e`` is ``type(self)`` or ``self.__class__``."""
+    me = ("name", self_name)
+    if e[0] == "call" and e[1] == ("name", "type") and list(e[2]) == [me] and not e[3]:
+        return True
+    return e[0] == "attr" and e[1] == me and e[2] == "__class__"
+
+
 def _is_classmethod(f: FunctionInfo) -> bool:
     return any((dotted(d) or "").split(".")[-1] == "classmethod" for d in f.decorators)
 
@@ -281,7 +289,15 @@ class ProcessState:
             return None
         k = e[0]
         if k == "sub":
+            home = self._module_object(f, e, module)
+            if home is not None:
+                return home
             return self.value(f, e[1], module)
+        if k == "call" and e[1] == ("name", "globals") and not e[2]:
+            home_module = f.module if f is not None else module
+            return None if home_module is None else (GlobalRoot(home_module),)
+        if f is not None and f.class_qualname and f.self_name and _class_of_self(e, f.self_name):
+            return (GlobalRoot(f.class_qualname),)  # `type(self)`, `self.__class__`: the class (or a subclass)
         if k == "attr":
             base = self.value(f, e[1], module)
             return None if base is None else p.attr_value(base, e[2])
@@ -294,6 +310,21 @@ class ProcessState:
             qn = p.resolve_name(module, e[1])
             return None if qn is None else (GlobalRoot(qn),)
         return p.canon(e, p.context(f))
+
+    def _module_object(self, f: FunctionInfo | None, e, module: str | None) -> tuple | None:
+        """``sys.modules[__name__]`` (this module) or ``sys.modules["pkg.mod"]``
+        (a module of the tree): that module, whose attributes are its variables."""
+        base = self.value(f, e[1], module)
+        if base != (GlobalRoot("sys.modules"),):
+            return None
+        key = e[2]
+        if key == ("name", "__name__"):
+            name = f.module if f is not None else module
+        elif key[0] == "const" and isinstance(key[1], str):
+            name = key[1]
+        else:
+            return None
+        return (GlobalRoot(name),) if name in self.p.modules else None
 
     def changed(self, f: FunctionInfo | None, target, module: str | None = None) -> tuple | None:
         """What an assignment to ``target`` (or an in-place change of it) changes:
@@ -703,6 +734,15 @@ class ProcessState:
             if c.func[0] == "attr" and is_mutator(c.func[2]):
                 w = self.value(fn, c.func[1])
                 if w is not None:
+                    out.append(Effect(w, c.line, c.column, self._line(fn.path, c.line)))
+                continue
+            if c.func[0] == "name" and c.func[1] in ("setattr", "delattr") and c.args:
+                # `setattr(obj, "name", v)` rebinds `obj.name`; a computed name, any attribute of `obj`
+                w = self.value(fn, c.args[0])
+                if w is not None:
+                    name = c.args[1] if len(c.args) > 1 else None
+                    if name is not None and name[0] == "const" and isinstance(name[1], str):
+                        w = self.p.attr_value(w, name[1])
                     out.append(Effect(w, c.line, c.column, self._line(fn.path, c.line)))
                 continue
             if depth >= MAX_DEPTH:

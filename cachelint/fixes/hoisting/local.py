@@ -15,7 +15,7 @@ from ...index.expr import conv, dotted, render
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
 from ...semantic.callgraph import resolve_call
-from ...semantic.values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot
+from ...semantic.values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 from .init import InitHoists
 from .site import (
     _BUILTINS,
@@ -35,62 +35,81 @@ _RECEIVES_ONLY = frozenset({"builtins.print"})
 _COLLECTIONS = _IMMUTABLE | frozenset(
     {"list", "List", "dict", "Dict", "set", "Set", "Sequence", "Mapping", "MutableSequence", "MutableMapping"}
 )
-# builtins that iterate their first argument
-_ITERATING = frozenset(
-    {
-        "list",
-        "tuple",
-        "set",
-        "frozenset",
-        "sorted",
-        "sum",
-        "min",
-        "max",
-        "any",
-        "all",
-        "enumerate",
-        "zip",
-        "iter",
-        "next",
-        "dict",
-        "map",
-        "filter",
-    }
-)
+# builtins that only look at their argument, never iterate it: `len(it)`,
+# `isinstance(it, list)` leave an iterator as it was
+_LOOKS_ONLY = frozenset({"isinstance", "type", "id", "len", "hasattr", "getattr", "callable"})
+# the iterator protocol: a method of these names advances (or ends) an iterator
+_ADVANCES = frozenset({"send", "throw", "close", "__next__", "__iter__"})
+# what Python calls implicitly on an object a function iterates, measures, tests or indexes
+_PROTOCOL = ("__iter__", "__len__", "__contains__", "__getitem__", "__bool__")
 
 
 def _iterates(planner, g: FunctionInfo, name: str, depth: int) -> bool:
-    """Function ``g`` iterates its parameter ``name``: a ``for`` or a
-    comprehension over it, ``*name``, ``yield from name``, a builtin that
-    iterates it (``sum(name)``), or a function of the tree it is passed to
-    that does (three calls deep)."""
+    """Function ``g`` may use up an iterator passed as its parameter ``name``:
+    any use of it but those proven to leave an iterator as it was (``x is
+    None``, ``isinstance(x, T)``, ``len(x)``, ``x.attr``, ``x[i]``, a test
+    ``if x:``, passing it to a function of the tree that does none either,
+    three calls deep). A ``for``, a comprehension, ``in``, ``*x``, ``yield
+    from x``, ``list(x)``, ``out.extend(x)``, ``", ".join(x)``, a call
+    cachelint cannot follow, an alias all count."""
     body = planner.a.bodies.body(g)
     if body is None:
         return True  # cannot read it: assume it may
     p = planner.p
-
-    def is_param(x) -> bool:
-        return isinstance(x, ast.Name) and x.id == name
-
+    for sub in ast.walk(body.node):
+        if sub is body.node or not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(sub)):
+            return True  # a nested function or lambda holds it
     for n in body.code_nodes:
-        if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)) and is_param(n.iter):
+        if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)):
+            continue
+        steps = body.steps(n)
+        if not steps:
             return True
-        if isinstance(n, (ast.Starred, ast.YieldFrom)) and is_param(n.value):
-            return True
-        if isinstance(n, ast.Call) and n.args and any(is_param(a) for a in n.args):
-            if isinstance(n.func, ast.Name) and n.func.id in _ITERATING and is_param(n.args[0]):
-                return True
-            if depth < 3:
-                callee = p.canon(conv(n.func), p.context(g))
-                h = p.callee_function(callee) if callee is not None else None
-                if h is not None and h is not g:
-                    params = [q for q in h.params if q.kind == "pos"]
-                    if h.self_name is not None and isinstance(n.func, ast.Attribute):
-                        params = params[1:]
-                    for q, a in zip(params, n.args):
-                        if is_param(a) and _iterates(planner, h, q.name, depth + 1):
-                            return True
+        parent, field, index, _child = steps[-1]
+        if _looks_only(parent, field, n):
+            continue
+        if isinstance(parent, ast.Call) and field == "args" and index is not None and depth < 3:
+            callee = p.canon(conv(parent.func), p.context(g))
+            h = p.callee_function(callee) if callee is not None else None
+            if h is not None and h is not g:
+                params = [q for q in h.params if q.kind == "pos"]
+                if h.self_name is not None and isinstance(parent.func, ast.Attribute):
+                    params = params[1:]
+                if index < len(params) and not any(isinstance(a, ast.Starred) for a in parent.args[: index + 1]):
+                    if not _iterates(planner, h, params[index].name, depth + 1):
+                        continue
+        return True
     return False
+
+
+def _looks_only(parent: ast.AST, field: str, n: ast.Name) -> bool:
+    """The use of ``n`` as ``parent``'s ``field`` leaves an iterator as it was."""
+    if isinstance(parent, ast.Compare):
+        return all(isinstance(o, (ast.Is, ast.IsNot)) for o in parent.ops)
+    if isinstance(parent, ast.Call) and field == "args":
+        return isinstance(parent.func, ast.Name) and parent.func.id in _LOOKS_ONLY
+    if isinstance(parent, ast.Attribute):
+        return parent.attr not in _ADVANCES
+    if isinstance(parent, ast.Subscript):
+        return field == "value"
+    if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+        return field == "test"
+    return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
+
+
+def _class_of(n: ast.AST, self_name: str) -> bool:
+    """``n`` is ``type(self)`` or ``self.__class__``."""
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "type" and len(n.args) == 1:
+        a = n.args[0]
+        return isinstance(a, ast.Name) and a.id == self_name and not n.keywords
+    return (
+        isinstance(n, ast.Attribute)
+        and n.attr == "__class__"
+        and isinstance(n.value, ast.Name)
+        and n.value.id == self_name
+    )
 
 
 def _param_annotation(f: FunctionInfo, name: str):
@@ -379,25 +398,33 @@ class LocalHoists(InitHoists):
         """An argument the callee (a function of the tree) iterates, of a type
         cachelint cannot show to be a collection: an iterator would be used
         up by the first use, and the later ones would see it empty."""
-        g = self.p.callee_function(s.callee) if s.callee is not None else None
-        if g is None:
+        g0 = self.p.callee_function(s.callee) if s.callee is not None else None
+        if g0 is None:
             return None  # a catalogued callee's `pure` covers its arguments
         c = s.call
-        params = [q for q in g.params if q.kind == "pos"]
-        if g.self_name is not None and c.func[0] == "attr":
-            params = params[1:]
-        passed = [(q.name, a) for q, a in zip(params, c.args)]
-        passed += [(k, v) for k, v in c.kwargs if k is not None]
-        for name, arg in passed:
-            if not _iterates(self, g, name, 0) or self._collection(f, arg):
-                continue
-            return (
-                f"`{g.name}` iterates its parameter `{name}`, and nothing shows that `{render(arg)}` is a "
-                "collection: an iterator would be used up by the first use"
-            )
+        for g in self.a.cost.implementations(g0):  # the call may run an override
+            params = [q for q in g.params if q.kind == "pos"]
+            if g.self_name is not None and c.func[0] == "attr":
+                params = params[1:]
+            passed = [(q.name, a) for q, a in zip(params, c.args)]
+            passed += [(k, v) for k, v in c.kwargs if k is not None]
+            for name, arg in passed:
+                if not _iterates(self, g, name, 0) or self._collection(f, arg):
+                    continue
+                t = self.p.type_of(self.a.state.value(f, arg))
+                changer = self._protocol_change(t) if t is not None and t in self.p.classes else None
+                if changer is not None:
+                    return (
+                        f"`{g.name}` uses its parameter `{name}`, and `{changer}`, which Python calls on "
+                        f"`{render(arg)}` implicitly, changes the object: the first use would leave it changed"
+                    )
+                return (
+                    f"`{g.name}` iterates its parameter `{name}`, and nothing shows that `{render(arg)}` is a "
+                    "collection: an iterator would be used up by the first use"
+                )
         return None
 
-    def _collection(self, f: FunctionInfo, e) -> bool:
+    def _collection(self, f: FunctionInfo, e, depth: int = 0) -> bool:
         """``e`` can be iterated again: a constant, a display, a local that
         every binding makes a builtin container, a parameter annotated as a
         collection, or an object of a class of the tree that is no iterator."""
@@ -405,6 +432,16 @@ class LocalHoists(InitHoists):
             return True
         if e[0] == "name":
             if self._local_container(f, e[1]) or _annotation_ok(_param_annotation(f, e[1]), _COLLECTIONS):
+                return True
+            # a local every binding of which (plain assignments, none in a loop) is a collection
+            binds = self.p.context(f).locals.get(e[1]) or []
+            if (
+                depth < 4
+                and binds
+                and e[1] not in self.p.context(f).params
+                and all(a.kind in ("assign", "annassign") and a.value is not None for a in binds)
+                and all(a.value != e and self._collection(f, a.value, depth + 1) for a in binds)
+            ):
                 return True
         if e[0] == "attr":
             # every binding of the attribute, through any receiver, makes a
@@ -417,7 +454,28 @@ class LocalHoists(InitHoists):
             ):
                 return True
         t = self.p.type_of(self.a.state.value(f, e))
-        return t is not None and t in self.p.classes and self.p.lookup_method(t, "__next__") is None
+        return (
+            t is not None
+            and t in self.p.classes
+            and self.p.lookup_method(t, "__next__") is None
+            and self._protocol_change(t) is None
+        )
+
+    def _protocol_change(self, t: str) -> str | None:
+        """A method of class ``t`` (or a subclass) that Python calls implicitly on an object
+        a function is given (``for x in obj``, ``len(obj)``, ``k in obj``,
+        ``obj[i]``, ``if obj:``) and that changes the object: the first
+        such method, or None. A ``__iter__`` that empties the object hands
+        the first use everything and the later ones nothing."""
+        p = self.p
+        for cls in dict.fromkeys([t, *p.subclasses(t)]):
+            for name in _PROTOCOL:
+                g = p.lookup_method(cls, name)
+                if g is None:
+                    continue
+                if any(isinstance(e.value[0], SelfRoot) for e in self.a.state.effects(g)):
+                    return g.qualname
+        return None
 
     def _reaches_only_what_it_receives(self, f: FunctionInfo, c, callee) -> bool:
         """The call's only effects are on the objects it is given: ``print``,
@@ -479,6 +537,7 @@ class LocalHoists(InitHoists):
         p, st = self.p, self.a.state
         f, c = s.function, s.call
         g = p.callee_function(s.callee) if s.callee is not None else None
+        impls = self.a.cost.implementations(g) if g is not None else []
         out: list[tuple[tuple, str]] = []
         func = c.func
         receiver = func[1] if func[0] == "attr" else None
@@ -490,7 +549,12 @@ class LocalHoists(InitHoists):
                 and (rv[0].qualname in p.modules or rv[0].qualname in p.classes)
             ):
                 if g is not None and g.self_name:
-                    out.extend((rv + (a,), f"{render(receiver)}.{a}") for a in sorted(self._self_reads(g)))
+                    # what any implementation the call may dispatch to reads (a stub's override)
+                    attrs: set = set()
+                    for impl in impls:
+                        attrs |= self._self_reads(impl) | self._class_reads(impl)
+                    out.extend((rv + (a,), f"{render(receiver)}.{a}") for a in sorted(attrs))
+                    out.extend(self._class_inputs(g, attrs))
                 else:
                     out.append((rv, render(receiver)))
         if not c.is_read:
@@ -498,8 +562,39 @@ class LocalHoists(InitHoists):
                 v = st.value(f, part)
                 if v is not None:
                     out.append((v, render(part)))
-        if g is not None:
-            out.extend((u.value, u.shown) for u in st.reads(g) if not u.environ)
+        for impl in impls:
+            out.extend((u.value, u.shown) for u in st.reads(impl) if not u.environ)
+        return out
+
+    def _class_reads(self, g: FunctionInfo) -> set:
+        """The attributes method ``g`` reads through its object's class:
+        ``type(self).scale``, ``self.__class__.scale``."""
+        body = self.a.bodies.body(g)
+        if body is None or g.self_name is None:
+            return set()
+        out = set()
+        for n in body.code_nodes:
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and _class_of(n.value, g.self_name):
+                out.add(n.attr)
+        return out
+
+    def _class_inputs(self, g: FunctionInfo, attrs: set) -> list[tuple[tuple, str]]:
+        """An attribute a method reads of its object falls back to the class
+        attribute of that name: ``cls.scale += 2`` in a classmethod, or
+        ``type(self).scale = n``, changes what ``self.scale`` reads. The class
+        attributes by those names of the method's class, its bases and its
+        subclasses (the object may be of any of them)."""
+        p = self.p
+        cls = g.class_qualname
+        if not cls or not attrs:
+            return []
+        family = dict.fromkeys([*p.mro(cls), *p.subclasses(cls)])
+        out = []
+        for k in family:
+            if k not in p.classes:
+                continue
+            short = k.rsplit(".", 1)[-1]
+            out.extend((p.attr_value((GlobalRoot(k),), a), f"{short}.{a}") for a in sorted(attrs))
         return out
 
     def _fresh_local(self, f: FunctionInfo, base: str) -> str:
