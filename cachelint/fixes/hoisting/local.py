@@ -678,8 +678,7 @@ class LocalHoists(InitHoists):
         found = [
             change
             for i, (_kept, change) in enumerate(flows)
-            if change is not None
-            and (i < len(flows) - 1 or any(kept for j, (kept, _c) in enumerate(flows) if j != i))
+            if change is not None and (i < len(flows) - 1 or any(kept for j, (kept, _c) in enumerate(flows) if j != i))
         ]
         return min(found, key=lambda c: _HANDS_OVER in c) if found else None
 
