@@ -99,6 +99,46 @@ def _looks_only(parent: ast.AST, field: str, n: ast.Name) -> bool:
     return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
 
 
+_TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
+
+
+def _evaluated_before(parent: ast.AST, field: str, index: int | None) -> list[ast.AST]:
+    """The parts of ``parent`` evaluated before its child at ``field[index]``
+    (in field order, which is evaluation order but for an assignment, whose
+    value comes before its targets; a dict's keys all count as before)."""
+    out: list[ast.AST] = []
+    for name, value in ast.iter_fields(parent):
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and name in ("targets", "target", "annotation"):
+            continue
+        if name == field:
+            if isinstance(value, list) and index is not None:
+                out.extend(x for x in value[:index] if isinstance(x, ast.AST))
+            break
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(x for x in value if isinstance(x, ast.AST))
+    return out
+
+
+_NEVER_RAISE = (
+    ast.Name,
+    ast.Constant,
+    ast.Tuple,
+    ast.List,
+    ast.expr_context,
+    ast.operator,
+    ast.boolop,
+    ast.cmpop,
+    ast.unaryop,
+)
+
+
+def _may_raise(n: ast.AST) -> bool:
+    """Evaluating ``n`` may raise: anything but names, constants and tuples or lists of them."""
+    return any(not isinstance(x, _NEVER_RAISE) for x in ast.walk(n))
+
+
 _HANDS_OVER = "hands it to the caller"
 # methods of the builtin containers that only read
 _READ_METHODS = frozenset({"get", "items", "keys", "values", "copy", "count", "index", "startswith", "endswith"})
@@ -337,6 +377,9 @@ class LocalHoists(InitHoists):
                     f"no use runs on every path from line {hp.line}, where the local would be computed ({why}): "
                     "the call would run where it did not"
                 )
+            moved = self._moved_out(s, nodes[0], body, hp)
+            if moved is not None:
+                reasons.append(moved)
             self._check_between(s, occ, nodes, body, hp, reasons)
             shared = shared or self._shared_change(s, nodes, body)
         if shared is not None:
@@ -645,6 +688,52 @@ class LocalHoists(InitHoists):
         for impl in impls:
             out.extend((u.value, u.shown) for u in st.reads(impl) if not u.environ)
         return out
+
+    # where the call now runs ---------------------------------------------------------------
+    def _moved_out(self, s: Site, first: ast.AST, body, hp) -> str | None:
+        """What the local, computed before the statement at ``hp``, takes the
+        first use out of: a ``with`` body (the context manager's state and
+        exception handling no longer surround it), a ``try`` body (its
+        handlers and ``finally`` no longer see an exception the call raises),
+        or, when the call may raise (not catalogued ``total``), evaluation of
+        its own statement that came first and may raise (``ids[0] +
+        mean(ids)``: now the call's exception would win). The message clause,
+        or None."""
+        start = hp.block[hp.index]
+        steps = body.steps(first)
+        path = []
+        inside = False
+        for parent, field, index, child in steps:
+            if parent is start:
+                inside = True
+            if inside:
+                path.append((parent, field, index, child))
+        if not inside:
+            return None
+        for parent, field, _index, _child in path:
+            line = body.line_of(parent)
+            if isinstance(parent, (ast.With, ast.AsyncWith)) and field == "body":
+                head = _first_line(parent).rstrip(":")
+                return (
+                    f"the first use is inside `{head}` (line {line}): the local would be computed before the "
+                    "context manager is entered, outside what it sets and the exceptions it handles"
+                )
+            if isinstance(parent, _TRY) and not s.cost.total:
+                part = {"body": "body", "handlers": "handler", "orelse": "`else`", "finalbody": "`finally`"}[field]
+                return (
+                    f"the first use is in the {part} of the `try` at line {line}: an exception the call raises "
+                    "would now be raised before it, and its handlers and `finally` would not see it"
+                )
+        if s.cost.total:
+            return None
+        for parent, field, index, _child in path:
+            for earlier in _evaluated_before(parent, field, index):
+                if _may_raise(earlier):
+                    return (
+                        f"`{_first_line(earlier)}` (line {body.line_of(earlier)}) is evaluated before the first use "
+                        f"in `{_first_line(start)}` and may raise: the call, now run first, may raise instead"
+                    )
+        return None
 
     # one object for every use --------------------------------------------------------------
     def _immutable_value(self, s: Site) -> bool:
