@@ -68,6 +68,65 @@ def stores(node: ast.AST, include_self: bool = False, body=None) -> dict[str, li
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             for name in n.names:
                 out.setdefault(name, []).append(n.lineno)
+        else:
+            for name in _captures(n):
+                out.setdefault(name, []).append(n.lineno)
+    return out
+
+
+def _captures(n: ast.AST) -> list[str]:
+    """The names a ``match`` pattern node binds: ``case (_, n)``, ``case [*rest]``,
+    ``case {**rest}``, ``case Point(x=px)`` (its sub-patterns bind)."""
+    if isinstance(n, (_MatchAs, _MatchStar)) and n.name:
+        return [n.name]
+    if isinstance(n, _MatchMapping) and n.rest:
+        return [n.rest]
+    return []
+
+
+class _Absent:  # a pattern class this Python does not have
+    pass
+
+
+_MatchAs = getattr(ast, "MatchAs", _Absent)
+_MatchStar = getattr(ast, "MatchStar", _Absent)
+_MatchMapping = getattr(ast, "MatchMapping", _Absent)
+
+
+def store_positions(node: ast.AST, body) -> dict[str, list[tuple[int, int]]]:
+    """Like :func:`stores`, with where each binding takes effect as an AST
+    (line, column): an assignment's (or a walrus's) targets when its whole
+    statement (or the walrus) is evaluated, after its value; a loop, ``with``
+    or pattern target where it stands; ``global``/``nonlocal`` where
+    declared. Two uses on one line are apart when a binding lands between them
+    (``f(x), (x := x + 1), f(x)``)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for n in _nodes(node, False, body):
+        names: list[str] = []
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            names = [n.id]
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names = [n.name]
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names = [(a.asname or a.name).split(".")[0] for a in n.names]
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            names = list(n.names)
+        else:
+            names = _captures(n)
+        if not names:
+            continue
+        at = (n.lineno, n.col_offset)
+        if isinstance(n, ast.Name):
+            for parent, field, _i, _child in reversed(body.steps(n)):
+                if isinstance(parent, ast.NamedExpr) or (
+                    isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and field in ("targets", "target")
+                ):
+                    at = (parent.end_lineno or n.lineno, parent.end_col_offset or 0)
+                    break
+                if isinstance(parent, ast.stmt):
+                    break
+        for name in names:
+            out.setdefault(name, []).append(at)
     return out
 
 
@@ -106,16 +165,20 @@ def related(a: str, b: str) -> bool:
 def segments(uses: list, barrier_lines: list) -> list[list]:
     """Split source-ordered uses where a name they read is rebound between two of them.
 
-    ``barrier_lines`` are AST lines (no shift); uses carry file lines and
-    nodes with AST lines."""
+    ``barrier_lines`` are AST lines (no shift), a change anywhere on the
+    line after a use there, or AST (line, column) positions where a binding
+    takes effect (:func:`store_positions`); uses carry file lines and nodes
+    with AST lines."""
     if not barrier_lines:
         return [uses]
+    inf = float("inf")
+    at = [b if isinstance(b, tuple) else (b, inf) for b in barrier_lines]
     out: list[list] = [[]]
     for c, n in uses:
         cur = out[-1]
         if cur:
             prev = cur[-1][1]
-            if any(prev.lineno <= b < n.lineno for b in barrier_lines):
+            if any((prev.lineno, prev.col_offset) < b <= (n.lineno, n.col_offset) for b in at):
                 out.append([])
         out[-1].append((c, n))
     return out

@@ -891,6 +891,11 @@ class _Function:
         return repeats.stores(self.body.node, body=self.body)
 
     @functools.cached_property
+    def store_positions(self) -> dict[str, list[tuple[int, int]]]:
+        """Names bound in the body, with where each binding takes effect (AST line, column)."""
+        return repeats.store_positions(self.body.node, self.body)
+
+    @functools.cached_property
     def mutations(self) -> list[tuple[str, int]]:
         return repeats.mutations(self.body.node, body=self.body)
 
@@ -1272,7 +1277,7 @@ class _Function:
         names: list[str] = []
         c0 = uses[0][0]
         names_in(("call", c0.func, c0.args, c0.kwargs), names)
-        barriers = [line for n in set(names) for line in self.stores.get(n, ())]
+        barriers: list = [at for n in set(names) for at in self.store_positions.get(n, ())]
         used = self._input_chains(c0)
         barriers += [line for m, line in self.mutations if any(repeats.related(m, u) for u in used)]
         best: list = []

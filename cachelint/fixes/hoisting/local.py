@@ -10,6 +10,7 @@ import ast
 
 from ...facts.bodies import HoistPoint
 from ...facts.catalog import pure_builtin
+from ...facts.repeats import store_positions
 from ...facts.state import related, show
 from ...index.expr import conv, dotted, render
 from ...index.records import FunctionInfo
@@ -432,6 +433,9 @@ class LocalHoists(InitHoists):
         f = s.function
         last = occ[-1].call
         loops = self._loops(body, nodes, hp)
+        rebound = self._rebound_between(s, nodes, body, hp, loops)
+        if rebound is not None:
+            return rebound
         inputs = self._local_inputs(s)
         if not inputs:
             return None
@@ -454,6 +458,49 @@ class LocalHoists(InitHoists):
                 if changed != shown:
                     through = ""
                 return f"{where} changes {what}{through} between the uses: one value for all of them would be stale"
+        return None
+
+    def _rebound_between(self, s: Site, nodes: list, body, hp, loops: list) -> str | None:
+        """A name of the function the call reads, bound again from the hoisted
+        statement to the last use (or in a loop repeating a use): by any
+        binding form (a walrus on the uses' own line, a ``match`` capture, ...),
+        or by a nested function writing it through ``nonlocal`` that is called
+        there (or handed out, to be called anywhere)."""
+        used: list[str] = []
+        names_in(_call_expr(s.call), used)
+        ctx = self.p.context(s.function)
+        local = {n for n in used if n in ctx.params or n in ctx.locals}
+        if not local:
+            return None
+        start = hp.block[hp.index]
+        lo, hi = (start.lineno, start.col_offset), (nodes[-1].lineno, nodes[-1].col_offset)
+
+        def inside(at: tuple) -> bool:
+            return lo < at <= hi or any(a <= at[0] + body.shift <= b for a, b in loops)
+
+        positions = store_positions(body.node, body)
+        for name in sorted(local):
+            for at in positions.get(name, ()):
+                if inside(at):
+                    return f"`{name}` is bound again at line {at[0] + body.shift}, between the uses"
+        for d in ast.walk(body.node):
+            if d is body.node or not isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            declared = {x for st in ast.walk(d) if isinstance(st, ast.Nonlocal) for x in st.names} & local
+            if not declared:
+                continue
+            for n in body.code_nodes:
+                if not (isinstance(n, ast.Name) and n.id == d.name and isinstance(n.ctx, ast.Load)):
+                    continue
+                up = body.steps(n)
+                called = bool(up) and isinstance(up[-1][0], ast.Call) and up[-1][1] == "func"
+                if inside((n.lineno, n.col_offset)) or not called:
+                    name = sorted(declared)[0]
+                    return (
+                        f"`{d.name}` (line {body.line_of(d)}) rebinds `{name}` through `nonlocal`, and "
+                        f"{'is called' if called else 'is handed out'} at line {body.line_of(n)}: "
+                        f"`{name}` may change between the uses"
+                    )
         return None
 
     def _check_unresolved_between(self, f, occ: list, hp, loops: list, inputs: list, reasons: list, body=None) -> None:
