@@ -16,6 +16,7 @@ from ...index.expr import conv, dotted, render
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
 from ...semantic.callgraph import resolve_call
+from ...semantic.idioms import is_property
 from ...semantic.values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
 from .init import InitHoists
 from .site import (
@@ -38,7 +39,7 @@ _COLLECTIONS = _IMMUTABLE | frozenset(
 )
 # builtins that only look at their argument, never iterate it: `len(it)`,
 # `isinstance(it, list)` leave an iterator as it was
-_LOOKS_ONLY = frozenset({"isinstance", "type", "id", "len", "hasattr", "getattr", "callable"})
+_LOOKS_ONLY = frozenset({"isinstance", "type", "id", "len", "hasattr", "getattr", "callable", "range"})
 # the iterator protocol: a method of these names advances (or ends) an iterator
 _ADVANCES = frozenset({"send", "throw", "close", "__next__", "__iter__"})
 # what Python calls implicitly on an object a function iterates, measures, tests or indexes
@@ -346,6 +347,9 @@ class LocalHoists(InitHoists):
         shared = None
         if any(self.mutated_at(f, x.call) for x in occ):
             shared = "a use changes the value in place"
+        impure_arg = self._impure_argument(f, occ[0].call)
+        if impure_arg is not None:
+            reasons.append(impure_arg)
         used_up = self._used_up_argument(f, s)
         if used_up is not None:
             reasons.append(used_up)
@@ -564,6 +568,53 @@ class LocalHoists(InitHoists):
             if opaque is not None:
                 reasons.append(f"{opaque}: code that runs there may change `{unsealed[0]}` between the uses")
 
+    def _impure_argument(self, f: FunctionInfo, use) -> str | None:
+        """A call made in evaluating the use's receiver or arguments (a
+        property getter, a function of the tree, any call) that is not
+        proven pure: each use ran it, and the local would run it once."""
+        p = self.p
+        for c in f.calls:
+            if (c.line, c.column, c.end_line, c.end_column) == (use.line, use.column, use.end_line, use.end_column):
+                continue
+            if (c.line, c.column) < (use.line, use.column) or (c.end_line, c.end_column) > (
+                use.end_line,
+                use.end_column,
+            ):
+                continue
+            callee = p.call_callee(f, c)
+            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                if pure_builtin(callee[0].qualname):
+                    continue
+            g = p.callee_function(callee) if callee is not None else None
+            pur = self.a.cost.purity(p.callee_names(callee, dotted(c.func)), g)
+            if pur.pure:
+                continue
+            what = "reading the property" if c.is_read else "the call"
+            return (
+                f"{what} `{render(c.func)}` (line {c.line}), evaluated with each use, is not known to be pure "
+                f"({pur.reason}): the local would run it once"
+            )
+        body = self.a.bodies.body(f)
+        node = body.find(use.line, use.column, use.end_line, use.end_column) if body is not None else None
+        if node is None:
+            return None
+        ctx = p.context(f)
+        for n in ast.walk(node):
+            if n is node or not isinstance(n, ast.Attribute) or not isinstance(n.ctx, ast.Load):
+                continue
+            recv = p.canon(conv(n.value), ctx)
+            t = p.type_of(recv) if recv is not None else None
+            getter = p.lookup_method(t, n.attr) if t is not None and t in p.classes else None
+            if getter is None or not is_property(getter) or p.is_cached(getter):
+                continue
+            pur = self.a.cost.purity([getter.qualname], getter)
+            if not pur.pure:
+                return (
+                    f"reading the property `{ast.unparse(n)}` (line {body.line_of(n)}), evaluated with each use, "
+                    f"is not known to be pure ({pur.reason}): the local would run its getter once"
+                )
+        return None
+
     def _used_up_argument(self, f: FunctionInfo, s: Site) -> str | None:
         """An argument the callee (a function of the tree) iterates, of a type
         cachelint cannot show to be a collection: an iterator would be used
@@ -579,6 +630,8 @@ class LocalHoists(InitHoists):
             passed = [(q.name, a) for q, a in zip(params, c.args)]
             passed += [(k, v) for k, v in c.kwargs if k is not None]
             for name, arg in passed:
+                if _annotation_ok(_param_annotation(g, name), _COLLECTIONS):
+                    continue  # declared a collection or a scalar: not an iterator
                 if not _iterates(self, g, name, 0) or self._collection(f, arg):
                     continue
                 t = self.p.type_of(self.a.state.value(f, arg))
@@ -687,7 +740,7 @@ class LocalHoists(InitHoists):
             return True
         if isinstance(root, ParamRoot):
             fn = self.p.functions.get(root.function)
-            return fn is not None and _annotation_ok(_param_annotation(fn, root.name), _IMMUTABLE)
+            return fn is not None and _deep_immutable(_param_annotation(fn, root.name))
         if isinstance(root, CallRoot):
             callee = root.callee
             return (
