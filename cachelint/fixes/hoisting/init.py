@@ -497,31 +497,52 @@ class InitHoists(InputAnalysis):
                     out.setdefault(a.target[2], (init.qualname, a.line))
         return out
 
-    def _self_reads(self, g: FunctionInfo, depth: int = 0, seen: set | None = None) -> set:
+    def _self_reads(
+        self, g: FunctionInfo, depth: int = 0, seen: set | None = None, name: str | None = None, cls: str | None = None
+    ) -> set:
         """The attributes of its own object that method ``g`` reads, following
-        the methods and properties of that object it calls or reads in turn."""
+        the methods and properties of that object it calls or reads in turn,
+        and the functions of the tree it passes the object to (``helper(self)``).
+        ``name`` and ``cls``: the parameter of ``g`` holding the object, and
+        the object's class, when ``g`` is such a function."""
         p = self.p
         seen = set() if seen is None else seen
-        if g.self_name is None or g.qualname in seen:
+        me = name or g.self_name
+        cls = cls or g.class_qualname
+        if me is None or (g.qualname, me) in seen:
             return set()
-        seen.add(g.qualname)
+        seen.add((g.qualname, me))
         chains: list = []
+        passed: list = []
         for c in g.calls:
-            _attr_chains(_call_expr(c), g.self_name, chains)
+            _attr_chains(_call_expr(c), me, chains)
+            if ("name", me) in c.args:
+                passed.append(c)
         for r in g.returns:
-            _attr_chains(r, g.self_name, chains)
+            _attr_chains(r, me, chains)
         for a in g.assigns:
-            _attr_chains(a.value, g.self_name, chains)
+            _attr_chains(a.value, me, chains)
         body = self.a.bodies.body(g)
         if body is not None:  # reads in conditions and operators too, which the index does not keep
-            chains.extend(parts[1:] for parts, _line in body.reads_of(g.self_name))
+            chains.extend(parts[1:] for parts, _line in body.reads_of(me))
         out: set = set()
         for attr in dict.fromkeys(ch[0] for ch in chains if ch):
-            m = p.lookup_method(g.class_qualname, attr) if g.class_qualname else None
+            m = p.lookup_method(cls, attr) if cls else None
             if m is None:
                 out.add(attr)
             elif depth < 3 and not p.is_cached(m):
                 out |= self._self_reads(m, depth + 1, seen)
+        for c in passed if depth < 3 else ():
+            callee = p.call_callee(g, c)
+            h = p.callee_function(callee) if callee is not None else None
+            if h is None or p.is_cached(h):
+                continue
+            params = [q.name for q in h.params if q.kind == "pos"]
+            if h.self_name is not None and c.func[0] == "attr":
+                params = params[1:]
+            for q, a in zip(params, c.args):
+                if a == ("name", me):
+                    out |= self._self_reads(h, depth + 1, seen, name=q, cls=cls)
         return out
 
     def _check_callee_reads(self, s: Site, reasons: list) -> None:
