@@ -452,7 +452,14 @@ class LocalHoists(InitHoists):
                 continue
             for v, shown in inputs:
                 if not related(e.value, v):
-                    continue
+                    alias = next((a for a in self._stored_from(e.value) if related(a, v)), None)
+                    if alias is None:
+                        continue
+                    where = f"`{e.text}` (line {e.line})"
+                    return (
+                        f"{where} changes `{show(e.value)}`, which holds the object `{show(alias)}` was bound to, "
+                        f"and the call reads `{shown}`: one value for all of the uses would be stale"
+                    )
                 where = (
                     f"`{e.text}` (line {e.line}{', in a loop that repeats a use' if looped and not between else ''})"
                 )
@@ -463,6 +470,53 @@ class LocalHoists(InitHoists):
                     through = ""
                 return f"{where} changes {what}{through} between the uses: one value for all of them would be stale"
         return None
+
+    def _stored_from(self, v: tuple) -> list[tuple]:
+        """Other names for what ``v`` (``obj.attr...``, an object of a class of
+        the tree) holds: ``attr`` is bound in a method of the object's class
+        from a parameter (``self.items = items``), so it holds what each call
+        of that method passes (``Holder(self.ids)``: ``self.ids``), one level
+        deep."""
+        p = self.p
+        out: list[tuple] = []
+        for k in range(1, len(v) + 1):
+            attr = v[k] if k < len(v) else None  # None: the object itself changes, any attribute of it
+            if attr is not None and not isinstance(attr, str):
+                continue
+            t = p.type_of(v[:k])
+            if t is None or t not in p.classes:
+                continue
+            family = {*p.mro(t), *p.subclasses(t)}
+            writers = p.writers(attr) if attr is not None else self._param_bound_attrs(family)
+            for w, a in writers:
+                if w.class_qualname not in family or a.target[1] != ("name", w.self_name) or a.value[0] != "name":
+                    continue
+                params = [q.name for q in w.params if q.kind == "pos"]
+                if a.value[1] not in params or a.value[1] == w.self_name:
+                    continue
+                index = params.index(a.value[1]) - (1 if w.self_name else 0)
+                for g, c, _bound in self.a.writes.callers(w):
+                    arg = next((x for kw, x in c.kwargs if kw == a.value[1]), None)
+                    if arg is None and 0 <= index < len(c.args):
+                        arg = c.args[index]
+                    got = self.a.state.value(g, arg) if arg is not None else None
+                    if got is not None:
+                        out.append(got + tuple(v[k + 1 :]))
+        return out
+
+    def _param_bound_attrs(self, family: set) -> list:
+        """The ``self.x = param`` statements of the methods of ``family``'s classes."""
+        out = []
+        for cls in family:
+            ci = self.p.classes.get(cls)
+            for qn in ci.methods.values() if ci is not None else ():
+                w = self.p.functions.get(qn)
+                if w is None or w.self_name is None:
+                    continue
+                for a in w.assigns:
+                    if a.target[0] == "attr" and a.target[1] == ("name", w.self_name) and a.value[0] == "name":
+                        out.append((w, a))
+        return out
 
     def _rebound_between(self, s: Site, nodes: list, body, hp, loops: list) -> str | None:
         """A name of the function the call reads, bound again from the hoisted
