@@ -506,7 +506,7 @@ class LocalHoists(InitHoists):
 
     def _param_bound_attrs(self, family: set) -> list:
         """The ``self.x = param`` statements of the methods of ``family``'s classes."""
-        out = []
+        out: list = []
         for cls in family:
             ci = self.p.classes.get(cls)
             for qn in ci.methods.values() if ci is not None else ():
@@ -943,10 +943,11 @@ class LocalHoists(InitHoists):
             return False, None
         if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and field == "value":
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-            if not all(isinstance(t, ast.Name) for t in targets):
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if len(names) != len(targets):
                 return True, f"{at} stores it where other code may change it"
-            for t in targets:
-                change = self._local_flow(f, body, t.id, seen, depth)
+            for name in names:
+                change = self._local_flow(f, body, name, seen, depth)
                 if change is not None:
                     return True, change
             if isinstance(parent, ast.NamedExpr):
