@@ -1057,7 +1057,7 @@ class LocalHoists(InitHoists):
         if not cls or not attrs:
             return []
         family = dict.fromkeys([*p.mro(cls), *p.subclasses(cls)])
-        out = []
+        out: list[tuple[tuple, str]] = []
         for k in family:
             if k not in p.classes:
                 continue
