@@ -136,9 +136,19 @@ _NEVER_RAISE = (
 )
 
 
-def _may_raise(n: ast.AST) -> bool:
-    """Evaluating ``n`` may raise: anything but names, constants and tuples or lists of them."""
-    return any(not isinstance(x, _NEVER_RAISE) for x in ast.walk(n))
+def _may_raise(n: ast.AST, getter) -> bool:
+    """Evaluating ``n`` may raise: anything but names, constants, tuples or
+    lists of them, ``is`` tests, and attribute reads that run no getter of
+    the tree (``getter(node)``: the property an attribute read runs, or None)."""
+    for x in ast.walk(n):
+        if isinstance(x, _NEVER_RAISE):
+            continue
+        if isinstance(x, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in x.ops):
+            continue
+        if isinstance(x, ast.Attribute) and isinstance(x.ctx, ast.Load) and getter(x) is None:
+            continue
+        return True
+    return False
 
 
 _HANDS_OVER = "hands it to the caller"
@@ -652,14 +662,11 @@ class LocalHoists(InitHoists):
         node = body.find(use.line, use.column, use.end_line, use.end_column) if body is not None else None
         if node is None:
             return None
-        ctx = p.context(f)
         for n in ast.walk(node):
             if n is node or not isinstance(n, ast.Attribute) or not isinstance(n.ctx, ast.Load):
                 continue
-            recv = p.canon(conv(n.value), ctx)
-            t = p.type_of(recv) if recv is not None else None
-            getter = p.lookup_method(t, n.attr) if t is not None and t in p.classes else None
-            if getter is None or not is_property(getter) or p.is_cached(getter):
+            getter = self._property_of(f, n)
+            if getter is None or p.is_cached(getter):
                 continue
             pur = self.a.cost.purity([getter.qualname], getter)
             if not pur.pure:
@@ -668,6 +675,14 @@ class LocalHoists(InitHoists):
                     f"is not known to be pure ({pur.reason}): the local would run its getter once"
                 )
         return None
+
+    def _property_of(self, f: FunctionInfo, n: ast.Attribute) -> FunctionInfo | None:
+        """The property getter of the tree that reading ``n`` in ``f`` runs, if any."""
+        p = self.p
+        recv = p.canon(conv(n.value), p.context(f))
+        t = p.type_of(recv) if recv is not None else None
+        getter = p.lookup_method(t, n.attr) if t is not None and t in p.classes else None
+        return getter if getter is not None and is_property(getter) else None
 
     def _used_up_argument(self, f: FunctionInfo, s: Site) -> str | None:
         """An argument the callee (a function of the tree) iterates, of a type
@@ -878,11 +893,11 @@ class LocalHoists(InitHoists):
                     f"the first use is in the {part} of the `try` at line {line}: an exception the call raises "
                     "would now be raised before it, and its handlers and `finally` would not see it"
                 )
-        if s.cost.total:
-            return None
+        if s.cost.total or hp.uncovered:
+            return None  # (a first use under a condition is reported as such)
         for parent, field, index, _child in path:
             for earlier in _evaluated_before(parent, field, index):
-                if _may_raise(earlier):
+                if _may_raise(earlier, lambda x: self._property_of(s.function, x)):
                     return (
                         f"`{_first_line(earlier)}` (line {body.line_of(earlier)}) is evaluated before the first use "
                         f"in `{_first_line(start)}` and may raise: the call, now run first, may raise instead"
