@@ -196,12 +196,16 @@ class ExpensiveCallOnHotPath(Rule):
       (``x.append(...)``, ``x[k] = v``, ``x += ...``): the uses, or the
       runs, would then share one object where each had a fresh one.
     - *Memoize* (a module-level function of parameters annotated as
-      hashable, immutable values): ``@functools.cache`` (or
-      ``@functools.lru_cache(maxsize=None, typed=True)`` when a parameter is
-      a number, since ``1``, ``1.0`` and ``True`` are one ``functools.cache``
-      key) is safe when no parameter is a tuple or frozenset that may hold
-      numbers (``(1,)`` and ``(1.0,)`` are one key even when typed), the
-      function is inferred pure, returns an immutable value (otherwise the
+      hashable, immutable values): ``@functools.lru_cache(maxsize=None,
+      typed=True)`` (``functools.cache`` for a function of no parameters:
+      ``1``, ``1.0`` and ``True``, or ``"a"`` and a ``StrEnum`` member equal
+      to it, are one ``functools.cache`` key; ``typed`` keys on each
+      argument's exact type) is safe when no parameter is a tuple or
+      frozenset that may hold numbers or strings (``(1,)`` and ``(1.0,)``
+      are one key even when typed), no ``float`` parameter reaches the
+      result but through comparisons, truth tests, ``int()``, ``abs()``...
+      (``0.0`` and ``-0.0`` are one key even when typed, and formatting or
+      dividing tells them apart), the function is inferred pure, returns an immutable value (otherwise the
       message names the returned type and a caller that changes it in
       place), and reads no module state that code of the tree changes: a
       module dict or list that a function fills (``_SAMPLERS[name] = ...``,

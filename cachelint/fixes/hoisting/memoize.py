@@ -29,40 +29,103 @@ from .site import (
 )
 
 _NUMBERS = frozenset({"int", "float", "complex", "bool"})
+_SIGNED_ZERO = frozenset({"float", "complex"})  # `0.0 == -0.0`, one hash, one type
+_TEXT = frozenset({"str", "bytes"})  # a `StrEnum` member equals its `str` value
 _CONTAINERS = frozenset({"tuple", "Tuple", "frozenset", "FrozenSet"})
 
+# calls whose result is the same for `0.0` and `-0.0` (of one argument)
+_SIGN_BLIND_CALLS = frozenset(
+    {
+        "bool",
+        "int",
+        "abs",
+        "hash",
+        "round",
+        "math.floor",
+        "math.ceil",
+        "math.trunc",
+        "math.isnan",
+        "math.isinf",
+        "math.isfinite",
+    }
+)
 
-def _numeric_key(ann, depth: int) -> str | None:
-    """How values of annotation ``ann`` may be equal across types as cache
-    keys: ``"immediate"`` (``1 == 1.0 == True``: ``typed=True`` keeps them
-    apart), ``"contents"`` (a tuple or frozenset that may hold such numbers:
-    nothing keeps ``(1,)`` and ``(1.0,)`` apart), or None."""
+
+def _key_kinds(ann, depth: int) -> frozenset[str]:
+    """How values of annotation ``ann`` may be equal, as cache keys, yet
+    differ: ``"number"`` (``1 == 1.0 == True``: ``typed=True`` keeps them
+    apart), ``"text"`` (a ``str`` and a ``StrEnum`` member equal to it:
+    ``typed=True`` too), ``"signed-zero"`` (``0.0`` and ``-0.0``: nothing keeps
+    them apart), ``"contents-number"`` and ``"contents-text"`` (a tuple or
+    frozenset that may hold such values: ``typed=True`` looks only at the
+    argument's own type, so ``(1,)`` and ``(1.0,)`` are one key)."""
     if ann is None or depth > 6:
-        return None
+        return frozenset()
     k = ann[0]
     if k == "const" and isinstance(ann[1], str):
         try:
             from ...index.expr import conv
 
-            return _numeric_key(conv(ast.parse(ann[1], mode="eval").body), depth + 1)
+            return _key_kinds(conv(ast.parse(ann[1], mode="eval").body), depth + 1)
         except SyntaxError:
-            return "contents"
+            return frozenset({"contents-number"})
     if k in ("name", "attr"):
         last = (dotted(ann) or "").rsplit(".", 1)[-1]
-        return "immediate" if last in _NUMBERS else "contents" if last in _CONTAINERS else None
+        if last in _NUMBERS:
+            return frozenset({"number", "signed-zero"} if last in _SIGNED_ZERO else {"number"})
+        if last in _TEXT:
+            return frozenset({"text"})
+        return frozenset({"contents-number"}) if last in _CONTAINERS else frozenset()
     if k == "sub":
         last = (dotted(ann[1]) or "").rsplit(".", 1)[-1]
         members = ann[2][1] if ann[2][0] == "tuple" else (ann[2],)
-        kinds = {_numeric_key(m, depth + 1) for m in members}
-        if last in _CONTAINERS:
-            return "contents" if kinds - {None} else None
         if last == "Literal":
-            return "immediate" if any(m[0] == "const" and not isinstance(m[1], (str, bytes)) for m in members) else None
-        return "contents" if "contents" in kinds else "immediate" if "immediate" in kinds else None
+            numeric = any(m[0] == "const" and not isinstance(m[1], (str, bytes)) for m in members)
+            return frozenset({"number"}) if numeric else frozenset()
+        kinds = frozenset().union(*(_key_kinds(m, depth + 1) for m in members))
+        if last in _CONTAINERS:
+            out = set()
+            if kinds & {"number", "signed-zero", "contents-number"}:
+                out.add("contents-number")
+            if kinds & {"text", "contents-text"}:
+                out.add("contents-text")
+            return frozenset(out)
+        return kinds
     if k in ("or", "tuple"):
-        kinds = {_numeric_key(m, depth + 1) for m in ann[1]}
-        return "contents" if "contents" in kinds else "immediate" if "immediate" in kinds else None
+        return frozenset().union(*(_key_kinds(m, depth + 1) for m in ann[1]))
+    return frozenset()
+
+
+def _sign_revealing_use(node, name: str) -> ast.AST | None:
+    """The first use of parameter ``name`` in function ``node``'s body that
+    may tell ``-0.0`` from ``0.0`` (formatting it, dividing by it, passing it
+    on, rebinding it), or None when every use is blind to the sign of zero:
+    a comparison, a truth test, ``int(x)``, ``abs(x)``..."""
+    parents: dict = {}
+    for stmt in node.body:
+        for n in ast.walk(stmt):
+            for ch in ast.iter_child_nodes(n):
+                parents[ch] = n
+    for stmt in node.body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and n.id == name and not _sign_blind(n, parents.get(n)):
+                return n
     return None
+
+
+def _sign_blind(n: ast.Name, parent) -> bool:
+    if not isinstance(n.ctx, ast.Load):
+        return False
+    if isinstance(parent, ast.Compare):
+        return not any(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops)
+    if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+        return parent.test is n
+    if isinstance(parent, ast.UnaryOp):
+        return isinstance(parent.op, ast.Not)
+    if isinstance(parent, ast.Call):
+        func = ast.unparse(parent.func)
+        return func in _SIGN_BLIND_CALLS and parent.args == [n] and not parent.keywords
+    return False
 
 
 class Memoizer(InputAnalysis):
@@ -109,17 +172,39 @@ class Memoizer(InputAnalysis):
                     f"not memoized: parameter `{prm.name}` of `{f.name}` is not annotated as a hashable, immutable value"
                 )
                 return None
-        typed = False
+        # equal values of different types (`1`, `1.0`, `True`; `"a"` and a
+        # `StrEnum` member) are one `functools.cache` key: `typed=True` keys on
+        # each argument's exact type, whatever the annotation says
+        typed = bool(f.params)
         for prm in f.params:
-            kind = _numeric_key(prm.annotation, 0)
-            if kind == "contents" and prm.annotation is not None:
+            kinds = _key_kinds(prm.annotation, 0)
+            shown = f"`{prm.name}: {self._annotation_text(f, prm.name, prm.annotation)}`"
+            if "contents-number" in kinds:
                 reasons.append(
-                    f"parameter `{prm.name}: {render(prm.annotation)}` of `{f.name}` may hold numbers: containers "
+                    f"parameter {shown} of `{f.name}` may hold numbers: containers "
                     f"whose items are equal across types (`(1,)`, `(1.0,)`, `(True,)`) are one cache key, and "
                     f"`{f.name}` may tell them apart"
                 )
-            elif kind == "immediate":
-                typed = True  # `1`, `1.0` and `True` are one key of functools.cache
+            elif "contents-text" in kinds:
+                reasons.append(
+                    f'parameter {shown} of `{f.name}` may hold strings: `("a",)` and a tuple of a `StrEnum` '
+                    f'member equal to `"a"` are one cache key even when typed (it looks only at the tuple\'s own '
+                    f"type), and `{f.name}` may tell them apart"
+                )
+            if "signed-zero" in kinds:
+                body = self.a.bodies.body(f)
+                use = _sign_revealing_use(body.node, prm.name) if body is not None else None
+                if body is None or use is not None:
+                    at = ""
+                    if body is not None and use is not None:
+                        line = use.lineno + body.shift
+                        src = self.lines(f.path)
+                        if 0 < line <= len(src):
+                            at = f" (line {line}: `{src[line - 1].strip()}`)"
+                    reasons.append(
+                        f"parameter {shown} of `{f.name}` may be `0.0` or `-0.0`, which are equal and hash the same "
+                        f"(one cache key even when typed), and `{f.name}` may tell them apart{at}"
+                    )
         dep = self.a.state.dependence(f)
         if dep is not None and dep.state is not None and dep.state.kind is StateKind.ENVIRON:
             s.notes.append(f"not memoized: the value of `{f.name}` depends on the environment ({dep.reason})")
@@ -144,10 +229,25 @@ class Memoizer(InputAnalysis):
             Applicability.UNSAFE if reasons else Applicability.SAFE,
             edits,
             message=f"Memoize `{f.name}` with `@{deco}`"
-            + (" (typed: `1`, `1.0` and `True` would share one `functools.cache` key)" if typed else "")
+            + (
+                " (typed: equal values of different types, `1`, `1.0`, `True` or a `str` and a `StrEnum` member, "
+                "would share one `functools.cache` key)"
+                if typed
+                else ""
+            )
             + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
             relies_on=(f"`{f.name}`: {why}",) if pure and dep is None else (),
         )
+
+    def _annotation_text(self, f: FunctionInfo, name: str, ann) -> str:
+        """Parameter ``name``'s annotation as written (``tuple[str, ...]``)."""
+        body = self.a.bodies.body(f)
+        args = getattr(body.node, "args", None) if body is not None else None
+        if args is not None:
+            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+                if a.arg == name and a.annotation is not None:
+                    return ast.unparse(a.annotation)
+        return render(ann) if ann is not None else "?"
 
     def _memoizing_decorator(self, f: FunctionInfo) -> str | None:
         """A decorator of ``f``, defined in the tree, whose wrapper fills a memo
