@@ -1,11 +1,16 @@
 """Whether what a function returns can be changed in place by its callers.
 
 A CL001 rewrite hands every reader the one object an attribute holds, where
-each call of the callee made a new one: that is the same only for a value no
-caller can change in place. :class:`ResultKinds` answers, from the return
-annotation, else from the ``return`` statements (builtins, constructors of
-frozen or immutable classes, and the functions of the tree they call, three
-deep), ``("immutable" | "mutable" | "unknown", the type as named)``.
+each call of the callee made a new one, and a memoized function hands every
+caller the one object its first call returned: that is the same only for a
+value no caller can change in place. :class:`ResultKinds` answers, from the
+return annotation, else from the ``return`` statements (builtins,
+constructors of frozen or immutable classes, and the functions of the tree
+they call, three deep), ``("immutable" | "mutable" | "unknown", the type as
+named)``. Immutability is deep: a tuple or frozenset is immutable only when
+its items are (``tuple[int, ...]``, ``tuple[str, str]``, a tuple display of
+immutable items); ``([], 1)`` holds a list any caller may append to. A bare
+``tuple`` annotation says nothing of its items: the ``return`` statements do.
 """
 
 from __future__ import annotations
@@ -36,8 +41,12 @@ IMMUTABLE_TYPES = frozenset(
         "NoneType",
         "Literal",
         "LiteralString",
+        "dtype",  # torch.dtype, torch.device: immutable singletons and values
+        "device",
     }
 )
+# immutable themselves, but their items may not be
+SHALLOW_TYPES = frozenset({"tuple", "Tuple", "frozenset", "FrozenSet"})
 MUTABLE_TYPES = frozenset(
     {
         "list",
@@ -81,22 +90,41 @@ class ResultKinds:
             return ("unknown", "")
         return self._function_result(fn, 0)
 
+    def of_function(self, fn: FunctionInfo) -> tuple:
+        """("immutable" | "mutable" | "unknown", what ``fn`` returns)."""
+        return self._function_result(fn, 0)
+
     def _function_result(self, fn: FunctionInfo, depth: int) -> tuple:
-        if fn.returns_annotation is not None:
-            return self._annotation_kind(fn.returns_annotation, fn.module, 0)
+        ann = fn.returns_annotation
+        if ann is not None:
+            got = self._annotation_kind(ann, fn.module, 0)
+            bare = _bare_shallow(ann)
+            if bare is None or depth > 3:
+                return got
+            # `-> tuple`: what the return statements build says what it holds
+            kinds = [self._expr_kind(e, fn, depth) for e in fn.returns]
+            worst = _worst(kinds) if kinds else ("unknown", "")
+            if worst[0] == "immutable":
+                return ("immutable", bare)
+            if worst[1].startswith(("tuple ", "frozenset ")):
+                return worst  # a tuple display: `tuple holding a list`
+            return (worst[0], f"{bare} holding a {worst[1]}" if worst[1] else bare)
         if depth > 3:
             return ("unknown", "")
         kinds = [self._expr_kind(e, fn, depth) for e in fn.returns] or [("immutable", "None")]
-        for k in ("mutable", "unknown"):
-            for got in kinds:
-                if got[0] == k:
-                    return got
-        return ("immutable", "")
+        return _worst(kinds)
 
-    def _expr_kind(self, e, fn: FunctionInfo, depth: int) -> tuple:
+    def _expr_kind(self, e, fn: FunctionInfo, depth: int, seen: frozenset = frozenset()) -> tuple:
         k = e[0]
-        if k == "const" or k == "tuple" or k == "cmp" or k == "not":
+        if k == "const" or k == "cmp" or k == "not":
             return ("immutable", "")
+        if k == "tuple":
+            got = _worst([self._expr_kind(x, fn, depth, seen) for x in e[1]])
+            return got if got[0] == "immutable" else (got[0], f"tuple holding a {got[1]}" if got[1] else "tuple")
+        if k in ("list", "dict"):
+            return ("mutable", k)
+        if k == "name" and depth <= 3 and e[1] not in seen:
+            return self._name_kind(e[1], fn, depth, seen | {e[1]})
         if k == "call":
             callee = self.p.canon(e[1], self.p.context(fn))
             if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
@@ -104,6 +132,8 @@ class ResultKinds:
                 name = qn.rsplit(".", 1)[-1]
                 if qn.startswith("builtins."):
                     if name in _IMMUTABLE_BUILTINS:
+                        if name in ("tuple", "frozenset"):
+                            return ("unknown", name)  # of items cachelint does not follow
                         return ("immutable", name)
                     if name in MUTABLE_TYPES or name == "sorted":
                         return ("mutable", "list" if name == "sorted" else name)
@@ -113,6 +143,20 @@ class ResultKinds:
             if g is not None and g is not fn:
                 return self._function_result(g, depth + 1)
         return ("unknown", "")
+
+    def _name_kind(self, name: str, fn: FunctionInfo, depth: int, seen: frozenset) -> tuple:
+        """A name a return statement uses: a parameter, by its annotation; a
+        local, by what every assignment binds it to."""
+        ctx = self.p.context(fn)
+        if name in ctx.params:
+            for prm in fn.params:
+                if prm.name == name and prm.kind in ("pos", "kwonly"):
+                    return self._annotation_kind(prm.annotation, fn.module, 0)
+            return ("unknown", "")
+        assigns = ctx.locals.get(name)
+        if not assigns or any(a.kind not in ("assign", "annassign") for a in assigns):
+            return ("unknown", "")
+        return _worst([self._expr_kind(a.value, fn, depth, seen) for a in assigns])
 
     def _annotation_kind(self, ann, module: str, depth: int) -> tuple:
         if ann is None or depth > 6:
@@ -131,6 +175,8 @@ class ResultKinds:
         if k in ("name", "attr"):
             d = dotted(ann) or ""
             last = d.rsplit(".", 1)[-1]
+            if last in SHALLOW_TYPES:
+                return ("unknown", last)  # of items the annotation does not name
             if last in IMMUTABLE_TYPES:
                 return ("immutable", last)
             if last in MUTABLE_TYPES:
@@ -146,6 +192,9 @@ class ResultKinds:
                 return self._annotation_kind(members[0], module, depth + 1)
             if last in _UNION:
                 return self._union([self._annotation_kind(m, module, depth + 1) for m in members])
+            if last in SHALLOW_TYPES:
+                got = _worst([self._annotation_kind(m, module, depth + 1) for m in members if m != ("const", Ellipsis)])
+                return ("immutable", last) if got[0] == "immutable" else (got[0], _ann_text(ann))
             if last in IMMUTABLE_TYPES:
                 return ("immutable", last)
             if last in MUTABLE_TYPES:
@@ -157,11 +206,7 @@ class ResultKinds:
 
     @staticmethod
     def _union(kinds: list) -> tuple:
-        for k in ("mutable", "unknown"):
-            for got in kinds:
-                if got[0] == k:
-                    return got
-        return ("immutable", "")
+        return _worst(kinds)
 
     def annotation_kind(self, ann, module: str) -> tuple:
         """("immutable" | "mutable" | "unknown", the type as named) of a value annotated ``ann``."""
@@ -199,3 +244,38 @@ class ResultKinds:
                 if kind[0] != "immutable":
                     return (kind[0], f"{name} (its field `{field_name}` is a `{kind[1] or render(ann)}`)")
         return ("immutable", name)
+
+
+def _worst(kinds: list) -> tuple:
+    """The kind of a value that may be any of ``kinds``: mutable, else unknown, else immutable."""
+    for k in ("mutable", "unknown"):
+        for got in kinds:
+            if got[0] == k:
+                return got
+    return ("immutable", "")
+
+
+def _bare_shallow(ann) -> str | None:
+    """``tuple`` or ``frozenset`` annotated without its items (``-> tuple``)."""
+    if ann is not None and ann[0] == "const" and isinstance(ann[1], str):
+        try:
+            ann = conv(ast.parse(ann[1], mode="eval").body)
+        except SyntaxError:
+            return None
+    if ann is None or ann[0] not in ("name", "attr"):
+        return None
+    last = (dotted(ann) or "").rsplit(".", 1)[-1]
+    return last if last in SHALLOW_TYPES else None
+
+
+def _ann_text(ann) -> str:
+    """An annotation as written (``tuple[list[int], int]``, ``tuple[int, ...]``)."""
+    k = ann[0]
+    if k == "sub":
+        inner = ann[2][1] if ann[2][0] == "tuple" else (ann[2],)
+        return f"{_ann_text(ann[1])}[{', '.join(_ann_text(m) for m in inner)}]"
+    if k == "const":
+        return "..." if ann[1] is Ellipsis else "None" if ann[1] is None else repr(ann[1])
+    if k == "or":
+        return " | ".join(_ann_text(m) for m in ann[1])
+    return render(ann)

@@ -174,10 +174,11 @@ class CachedValueRecomputed(Rule):
        module global, which several objects share.
     6. *The value is not a shared mutable object*: the callee's return
        annotation (or what it returns) is immutable (`int`, `str`, `bool`,
-       `float`, `bytes`, `tuple`, `frozenset`, `None`, a frozen dataclass or
-       a `NamedTuple` whose fields are immutable, an `Enum`). The call gave
-       each caller a fresh object; the attribute is one object for all of
-       them.
+       `float`, `bytes`, `None`, an `Enum`, `torch.dtype`; a `tuple`,
+       `frozenset`, frozen dataclass or `NamedTuple` only when its items or
+       fields are too: `([1], 2)` holds a list a reader may change). The
+       call gave each caller a fresh object; the attribute is one object for
+       all of them.
 
     Otherwise the fix is unsafe, and the message names each unproven item:
     the guard condition in the reader's own terms, the other writer (its

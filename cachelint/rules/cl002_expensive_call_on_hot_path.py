@@ -205,7 +205,9 @@ class ExpensiveCallOnHotPath(Rule):
       are one key even when typed), no ``float`` parameter reaches the
       result but through comparisons, truth tests, ``int()``, ``abs()``...
       (``0.0`` and ``-0.0`` are one key even when typed, and formatting or
-      dividing tells them apart), the function is inferred pure, returns an immutable value (otherwise the
+      dividing tells them apart), the function is inferred pure, returns an immutable value, deeply (a
+      tuple or frozenset only when its items are: ``tuple[int, ...]``, a
+      tuple display of immutable items, not ``([spec], n)``; otherwise the
       message names the returned type and a caller that changes it in
       place), and reads no module state that code of the tree changes: a
       module dict or list that a function fills (``_SAMPLERS[name] = ...``,

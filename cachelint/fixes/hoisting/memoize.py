@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cached_property
 
 from ...facts.purity import StateKind
+from ...facts.results import ResultKinds
 from ...facts.state import related
 from ...index.expr import dotted, render
 from ...index.records import FunctionInfo
@@ -19,7 +21,6 @@ from .inputs import InputAnalysis
 from .site import (
     _CONTEXT_KINDS,
     _HASHABLE,
-    _IMMUTABLE,
     CALLERS_FOLLOWED,
     Site,
     _annotation_ok,
@@ -96,7 +97,7 @@ def _key_kinds(ann, depth: int) -> frozenset[str]:
     return frozenset()
 
 
-def _sign_revealing_use(node, name: str) -> ast.AST | None:
+def _sign_revealing_use(node, name: str) -> ast.Name | None:
     """The first use of parameter ``name`` in function ``node``'s body that
     may tell ``-0.0`` from ``0.0`` (formatting it, dividing by it, passing it
     on, rebinding it), or None when every use is blind to the sign of zero:
@@ -211,8 +212,10 @@ class Memoizer(InputAnalysis):
             return None
         if f.returns_annotation is None:
             reasons.append("the return value has no annotation; a cached mutable value would be shared by all callers")
-        elif not _annotation_ok(f.returns_annotation, _IMMUTABLE):
-            reasons.append(self._mutable_result(f))
+        else:
+            result = self.results.of_function(f)
+            if result[0] != "immutable":
+                reasons.append(self._mutable_result(f, result))
         purity = self.a.cost.purity([f.qualname], f)
         pure, why = purity.pure, purity.reason
         if not pure:
@@ -266,16 +269,29 @@ class Memoizer(InputAnalysis):
                     return dotted(d0)
         return None
 
-    def _mutable_result(self, f: FunctionInfo) -> str:
-        """Why a cached return value would be shared: its annotated type, and
-        a hot caller that changes it in place, if one does."""
+    @cached_property
+    def results(self) -> ResultKinds:
+        """Whether a return value is immutable, deeply: the one answer CL001 uses too."""
+        return ResultKinds(self.p, self.a.writes)
+
+    def _mutable_result(self, f: FunctionInfo, result: tuple) -> str:
+        """Why a cached return value would be shared: its annotated type (what
+        in it may change), and a hot caller that changes it in place, if one does."""
         body = self.a.bodies.body(f)
         ann = body.node.returns if body is not None else None
         if ann is not None:
             shown = ast.unparse(ann)
         else:
             shown = render(f.returns_annotation) if f.returns_annotation is not None else "?"
-        out = f"it returns `{shown}`, a mutable value every caller would then share"
+        kind, what = result
+        inner = f" ({what})" if what and what != shown else ""
+        if kind == "mutable":
+            out = f"it returns `{shown}`{inner}, a mutable value every caller would then share"
+        else:
+            out = (
+                f"it returns `{shown}`{inner}, which cachelint cannot show immutable; a cached value would be shared "
+                "by every caller"
+            )
         for g, c in self.hot.callers(f.qualname, CALLERS_FOLLOWED):
             t = c.assigned_to
             if t is None or t[0] != "name":
