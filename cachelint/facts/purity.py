@@ -24,6 +24,27 @@ if TYPE_CHECKING:
 # how many calls deep a body is followed (reach, purity, config walks)
 MAX_DEPTH = 3
 
+# decorators (last name) that hand each call to the function unchanged, or
+# only memoize it: a decorated function is as pure as its body
+TRANSPARENT_DECORATORS = frozenset(
+    {
+        "staticmethod",
+        "classmethod",
+        "property",
+        "cached_property",
+        "abstractmethod",
+        "overload",
+        "override",
+        "final",
+        "wraps",
+        "no_type_check",
+        "cache",
+        "lru_cache",
+        "no_grad",
+        "inference_mode",
+    }
+)
+
 
 class StateKind(str, Enum):
     """The kind of state an impure call depends on (or the limit that stopped the proof)."""
@@ -36,6 +57,7 @@ class StateKind(str, Enum):
     # module state a pure body reads and other code changes (see facts.state)
     MUTABLE = "mutable"  # a module variable, class attribute or module-level object's attribute
     ENVIRON = "environ"  # os.environ (read as a mapping, not through a catalogued call)
+    DECORATOR = "decorator"  # a decorator that may do more than hand the call through
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +85,8 @@ class StateRead:
             return f"reads `{self.name}`, which {self.what}"
         if self.kind is StateKind.ENVIRON:
             return f"reads `{self.name}` (the environment can change at run time)"
+        if self.kind is StateKind.DECORATOR:
+            return f"is wrapped by `@{self.name}`, which cachelint cannot show hands each call through unchanged"
         return "(recursive, or too deep to follow)"
 
 
@@ -186,10 +210,58 @@ class PurityQuestions:
         result = memo[key] = tuple(out)
         return result
 
+    def opaque_decorator(self, fn: FunctionInfo) -> str | None:
+        """The first decorator of ``fn`` (as written) that may do more than hand
+        each call to ``fn`` (record it, count it, read state, change the
+        arguments or the result): calling a decorated name runs the
+        decorator's wrapper. None when every decorator is transparent: a
+        known one (:data:`TRANSPARENT_DECORATORS`, a configured cache
+        decorator), or one of the tree that returns the function itself or a
+        wrapper whose body is only ``return fn(...)`` (``functools.wraps``
+        allowed)."""
+        key = ("decorators", fn.qualname)
+        memo = self._memo
+        if key in memo:
+            return memo[key]
+        out = None
+        for d in fn.decorators:
+            if self._transparent_decorator(fn, d):
+                continue
+            out = dotted(d[1] if d[0] == "call" else d) or "..."
+            break
+        memo[key] = out
+        return out
+
+    def _transparent_decorator(self, fn: FunctionInfo, d) -> bool:
+        p = self.program
+        d0 = d[1] if d[0] == "call" else d
+        if (dotted(d0) or "").rsplit(".", 1)[-1] in TRANSPARENT_DECORATORS or p.cache_decorators.memoizes(d):
+            return True
+        if d[0] == "call":
+            return False  # a decorator factory: what it makes is not followed
+        callee = p.canon(d0, p.context(fn))
+        g = p.callee_function(callee) if callee is not None else None
+        if g is None or g.class_qualname is not None:
+            return False
+        positional = [q.name for q in g.params if q.kind == "pos"]
+        if len(positional) != 1 or not g.returns:
+            return False
+        wrapped = positional[0]
+        for r in g.returns:
+            if r == ("name", wrapped):
+                continue  # registers the function and returns it as it is
+            w = p.functions.get(g.nested.get(r[1], "")) if r[0] == "name" else None
+            if w is None or not _forwards(w, wrapped):
+                return False
+        return True
+
     def _infer_purity(self, fn: FunctionInfo, depth: int) -> Purity:
         not_pure = f"`{fn.qualname}` is not known to be pure and deterministic"
         if depth > MAX_DEPTH:
             return Purity(False, not_pure, StateRead(StateKind.LIMIT, fn.qualname), (fn.qualname,))
+        opaque = self.opaque_decorator(fn) if fn.decorators else None
+        if opaque is not None:
+            return Purity(False, not_pure, StateRead(StateKind.DECORATOR, opaque), (fn.qualname,))
         if fn.global_names:
             return Purity(False, not_pure, StateRead(StateKind.GLOBAL, fn.global_names[0]), (fn.qualname,))
         for a in fn.assigns:
@@ -265,3 +337,17 @@ class PurityQuestions:
         if v[0] == "call":
             return (dotted(v[1]) or "").split(".")[-1] in CONTAINERS
         return v[0] in ("?", "tuple", "const", "dict", "list")  # a literal (small ones are indexed item by item)
+
+
+def _forwards(w: FunctionInfo, wrapped: str) -> bool:
+    """Wrapper ``w`` only returns ``wrapped(...)``: one unconditional call of
+    the wrapped function, nothing assigned, every decorator ``functools.wraps``."""
+    if w.assigns or w.global_names or len(w.calls) != 1 or len(w.returns) != 1:
+        return False
+    c = w.calls[0]
+    if c.func != ("name", wrapped) or c.guard or c.in_loop or c.in_handler:
+        return False
+    if any((dotted(d[1] if d[0] == "call" else d) or "").rsplit(".", 1)[-1] != "wraps" for d in w.decorators):
+        return False
+    r = w.returns[0]
+    return r[0] == "call" and r[1] == ("name", wrapped)

@@ -205,7 +205,12 @@ class ExpensiveCallOnHotPath(Rule):
       are one key even when typed), no ``float`` parameter reaches the
       result but through comparisons, truth tests, ``int()``, ``abs()``...
       (``0.0`` and ``-0.0`` are one key even when typed, and formatting or
-      dividing tells them apart), the function is inferred pure, returns an immutable value, deeply (a
+      dividing tells them apart), no decorator of the function may do more
+      than hand the call through (a tree decorator whose wrapper records
+      each call would be skipped by a cache above it; ``staticmethod``,
+      ``functools.wraps`` wrappers that only ``return fn(...)`` are fine),
+      the function is inferred pure (a decorated function is pure only
+      when its decorators are transparent), returns an immutable value, deeply (a
       tuple or frozenset only when its items are: ``tuple[int, ...]``, a
       tuple display of immutable items, not ``([spec], n)``; otherwise the
       message names the returned type and a caller that changes it in

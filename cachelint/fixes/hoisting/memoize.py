@@ -218,7 +218,14 @@ class Memoizer(InputAnalysis):
                 reasons.append(self._mutable_result(f, result))
         purity = self.a.cost.purity([f.qualname], f)
         pure, why = purity.pure, purity.reason
-        if not pure:
+        opaque = self.a.cost.opaque_decorator(f) if f.decorators else None
+        if opaque is not None:
+            # the name is the decorator's wrapper: a cache above it skips the wrapper on a repeated call
+            reasons.append(
+                f"`{f.name}` is wrapped by `@{opaque}`, which cachelint cannot show hands each call through "
+                "unchanged; the cache above it would skip the wrapper on a repeated call"
+            )
+        if not pure and not (opaque is not None and purity.via == (f.qualname,)):
             reasons.append(purity.detail())
         if dep is not None:
             reasons.append(f"{dep.reason}; a cached value would keep the answer of the first call")
@@ -239,7 +246,7 @@ class Memoizer(InputAnalysis):
                 else ""
             )
             + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
-            relies_on=(f"`{f.name}`: {why}",) if pure and dep is None else (),
+            relies_on=(f"`{f.name}`: {why}",) if pure and dep is None and opaque is None else (),
         )
 
     def _annotation_text(self, f: FunctionInfo, name: str, ann) -> str:
