@@ -13,11 +13,16 @@ was then. For the few functions a fix is planned for, this module answers:
 * :meth:`ProcessState.reads`: the module state a function reads, through
   the functions of the tree it calls (:data:`~cachelint.facts.purity.MAX_DEPTH`
   calls deep, like purity): module variables and attributes of module-level
-  objects, class attributes, ``os.environ``, and attributes of a module that
-  defines ``__getattr__`` (each read runs it: vLLM's ``envs``). The body is
+  objects, class attributes, ``os.environ``, attributes of a module that
+  defines ``__getattr__`` (each read runs it: vLLM's ``envs``), and the
+  module-level functions and classes it names (state only when code rebinds
+  the name itself: ``setattr(shapes, "fmt", ...)``). The body is
   parsed again (:mod:`.bodies`), so reads in conditions and subscripts count;
 * :meth:`ProcessState.changes`: the statements of the tree that rebind such
-  a value (``global X`` then ``X = ...``; ``mod.X = ...``) or change it in
+  a value (``global X`` then ``X = ...``; ``mod.X = ...``; ``setattr(mod,
+  "X", v)``; ``globals()["X"] = v``, ``vars(mod)["X"] = v``,
+  ``mod.__dict__[...]``, their ``update``: with a computed name, any name of
+  that module or object) or change it in
   place (``X[k] = v``, ``X.append(...)``, ``obj.attr = v``, ``cls._table[k] = v``
   in a classmethod). The module-level code of the module that defines a
   variable is its initialisation, not a change;
@@ -38,7 +43,7 @@ change nothing here (the planner names them where it must).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..index.expr import dotted
 from ..index.records import FunctionInfo
@@ -159,6 +164,7 @@ class StateUse:
     via: tuple[str, ...]  # qualnames from the function asked to the one whose body reads it
     getattr_of: str | None = None  # the module ``__getattr__`` the read runs
     inner: str | None = None  # what that ``__getattr__`` reads
+    code: bool = False  # a function or class of the tree: only a rebinding of the name changes it
 
 
 @dataclass(frozen=True)
@@ -256,6 +262,35 @@ def _is_classmethod(f: FunctionInfo) -> bool:
     return any((dotted(d) or "").split(".")[-1] == "classmethod" for d in f.decorators)
 
 
+# methods of a namespace dict (``globals()``, ``vars(m)``, ``m.__dict__``) that rebind names in it
+_NAMESPACE_WRITERS = frozenset(["update", "setdefault", "__setitem__", "pop", "popitem", "clear", "__delitem__"])
+_SETATTR = frozenset(["setattr", "delattr"])
+
+
+def _namespace(e) -> bool:
+    """``e`` is a namespace dict: ``globals()``, ``vars(x)``, ``x.__dict__``."""
+    if e[0] == "call" and not e[3]:
+        return (e[1] == ("name", "globals") and not e[2]) or (e[1] == ("name", "vars") and len(e[2]) == 1)
+    return e[0] == "attr" and e[2] == "__dict__"
+
+
+def _literal(e) -> str | None:
+    return e[1] if e is not None and e[0] == "const" and isinstance(e[1], str) else None
+
+
+def _name_write(c) -> tuple | None:
+    """The target a call rebinds a name through, as an item of a namespace
+    dict (``("sub", <namespace>, <name or ("?",)>)``): ``setattr(x, "n", v)``,
+    ``globals().update(...)``, ``vars(m).setdefault("n", v)``; None for other calls."""
+    func, args = c.func, c.args
+    if func[0] == "name" and func[1] in _SETATTR and len(args) >= 2 and args[0] != ("?",):
+        return ("sub", ("call", ("name", "vars"), (args[0],), ()), args[1])
+    if func[0] == "attr" and func[2] in _NAMESPACE_WRITERS and _namespace(func[1]):
+        key = args[0] if func[2] in ("setdefault", "__setitem__", "pop", "__delitem__") and args else ("?",)
+        return ("sub", func[1], key)
+    return None
+
+
 def _key(e) -> str | None:
     """The name a change is indexed by: the last name of what it changes."""
     k = e[0]
@@ -334,9 +369,24 @@ class ProcessState:
                 return None
             qn = self.p.resolve_name(f.module, target[1])
             return None if qn is None else (GlobalRoot(qn),)
+        if target[0] == "sub" and _namespace(target[1]):
+            return self._namespace_item(f, target[1], target[2], module)
         if target[0] in ("attr", "sub"):
             return self.value(f, target, module)
         return None
+
+    def _namespace_item(self, f: FunctionInfo | None, ns, key, module: str | None) -> tuple | None:
+        """What rebinding item ``key`` of namespace dict ``ns`` changes: the
+        module's (or object's) name ``key``; with a computed key, any name of it."""
+        if ns[0] == "call" and ns[1] == ("name", "globals"):
+            mod = f.module if f is not None else module
+            base: tuple | None = (GlobalRoot(mod),) if mod else None
+        else:
+            base = self.value(f, ns[2][0] if ns[0] == "call" else ns[1], module)
+        if base is None:
+            return None
+        name = _literal(key)
+        return base if name is None else self.p.attr_value(base, name)
 
     def _line(self, path: str, line: int) -> str:
         lines = self.bodies.lines(path) or []
@@ -362,6 +412,9 @@ class ProcessState:
                     continue  # `self.x = v`: the object's own attribute, neither module state nor inside one
                 if a.kind in ("def", "import"):
                     continue
+                if t[0] == "sub" and _namespace(t[1]):
+                    out.setdefault(_literal(t[2]) or "*", []).append((f, None, t, a.line, True, a.guard))
+                    continue
                 key = _key(t)
                 if key is not None:
                     out.setdefault(key, []).append((f, None, t, a.line, t[0] == "name", a.guard))
@@ -375,8 +428,15 @@ class ProcessState:
                     flat_.extend(at)
             return flat_
 
+        def name_writers(scans) -> list:
+            return _positions(scans, _SETATTR | _NAMESPACE_WRITERS)
+
+        for f, c in scan_hits(p.functions, p.indexes, name_writers):
+            nt = _name_write(c)
+            if nt is not None and not f.under_type_checking:
+                out.setdefault(_literal(nt[2]) or "*", []).append((f, None, nt, c.line, True, c.guard))
         for f, c in scan_hits(p.functions, p.indexes, mutators):
-            if f.under_type_checking or c.func[0] != "attr":
+            if f.under_type_checking or c.func[0] != "attr" or _namespace(c.func[1]):
                 continue
             key = _key(c.func[1])
             if key is not None:
@@ -384,12 +444,17 @@ class ProcessState:
             self._note_inside(f, c.func[1], c.line, c.in_loop, False)
         for fi in p.indexes:
             for a in fi.module_assigns:
-                if a.target[0] in ("attr", "sub"):
+                if a.target[0] == "sub" and _namespace(a.target[1]):
+                    out.setdefault(_literal(a.target[2]) or "*", []).append((None, fi, a.target, a.line, True, ()))
+                elif a.target[0] in ("attr", "sub"):
                     key = _key(a.target)
                     if key is not None:
                         out.setdefault(key, []).append((None, fi, a.target, a.line, False, ()))
             for c in fi.module_calls:
-                if c.func[0] == "attr" and is_mutator(c.func[2]):
+                nt = _name_write(c)
+                if nt is not None:
+                    out.setdefault(_literal(nt[2]) or "*", []).append((None, fi, nt, c.line, True, ()))
+                elif c.func[0] == "attr" and is_mutator(c.func[2]):
                     key = _key(c.func[1])
                     if key is not None:
                         out.setdefault(key, []).append((None, fi, ("sub", c.func[1], ("?",)), c.line, False, ()))
@@ -482,6 +547,7 @@ class ProcessState:
         if isinstance(root, GlobalRoot):
             keys.update(root.qualname.split(".")[-1:])
         keys.update(str(x) for x in v[1:])
+        keys.add("*")  # a write whose name is computed (`globals()[k] = v`, `setattr(m, k, v)`)
         home = self._defining_module(v)
         out: list[Change] = []
         seen: set = set()
@@ -584,7 +650,7 @@ class ProcessState:
                     if g is fn or p.is_cached(g):
                         continue
                     for u in self.reads(g, depth + 1):
-                        out.append(StateUse(u.value, u.shown, u.environ, (fn.qualname, *u.via), u.getattr_of, u.inner))
+                        out.append(replace(u, via=(fn.qualname, *u.via)))
         seen: set = set()
         uniq = []
         for u in out:
@@ -608,8 +674,11 @@ class ProcessState:
         if f[1:3] == ("os", "environ") or f[1:3] == ("os", "getenv"):
             return [StateUse(v, shown, True, (fn.qualname,))]
         qn = root.qualname
-        if len(v) == 1 and (qn in p.functions or qn in p.classes or qn in p.modules):
+        if len(v) == 1 and qn in p.modules:
             return []  # code, not state
+        if len(v) == 1 and (qn in p.functions or qn in p.classes):
+            # code, unless something rebinds the name (`setattr(shapes, "fmt", ...)`)
+            return [StateUse(v, shown, False, (fn.qualname,), code=True)]
         mod, _, name = qn.rpartition(".")
         fi = p.modules.get(mod)
         if fi is not None and name not in fi.defs and name not in fi.globals and name not in fi.imports:
@@ -687,6 +756,8 @@ class ProcessState:
             # a lazy getter's own fill (`if _x is None: _x = make()`) sets the
             # value before any read of its own: not a change its reads can see
             ch = [c for c in self.changes(u.value, tuple(u.shown.split("."))) if not (c.fills and c.where == u.via[-1])]
+            if u.code:  # a function or class: changed by rebinding its name, not by writes to its attributes
+                ch = [c for c in ch if len(flat(c.value)) <= len(flat(u.value))]
             if ch:
                 c = ch[0]
                 how = "rebinds" if c.rebinds else "changes in place"

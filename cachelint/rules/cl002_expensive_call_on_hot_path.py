@@ -218,7 +218,11 @@ class ExpensiveCallOnHotPath(Rule):
       module dict or list that a function fills (``_SAMPLERS[name] = ...``,
       ``BACKENDS.append(...)``, ``cls._models[name] = ...`` in a
       classmethod), a "current config" global that a setter rebinds, a
-      module-level object's attribute (``_STATE.config = cfg``). A table no
+      module-level object's attribute (``_STATE.config = cfg``), a module
+      name (a variable, or a function it calls) that code rebinds from
+      outside (``setattr(shapes, "fmt", ...)``, ``shapes.fmt = ...``,
+      ``globals()["SCALE"] = v``, ``vars(shapes)[...]``; a ``globals()``
+      write with a computed key may rebind any name of its module). A table no
       code changes (a constant, a ``frozenset``, a private dict only read)
       is fine. Not offered inside code compiled by ``torch.compile`` (Dynamo
       does not trace through ``functools.cache``): there a call of constant
