@@ -993,7 +993,7 @@ class Runner:
     def execute_model(self, batch):
         return newer_than("2.4")
 
-@functools.cache
+@functools.lru_cache(maxsize=None, typed=True)
 def newer_than(target: str) -> bool:
     return version.parse("2.5") >= version.parse(target)
 """
