@@ -291,7 +291,7 @@ class Memoizer(InputAnalysis):
         else:
             shown = render(f.returns_annotation) if f.returns_annotation is not None else "?"
         kind, what = result
-        inner = f" ({what})" if what and what != shown else ""
+        inner = f" ({what})" if what and what not in shown else ""
         if kind == "mutable":
             out = f"it returns `{shown}`{inner}, a mutable value every caller would then share"
         else:
