@@ -148,7 +148,12 @@ class ExpensiveCallOnHotPath(Rule):
       its method (not in an ``if`` branch, past an early ``return``, on the
       right of ``and``/``or``, in a ``try`` whose handler catches its
       errors; an ``assert`` is no condition), unless the catalog declares it
-      ``total`` (never raises, like ``torch.cuda.is_available``);
+      ``total`` (never raises, like ``torch.cuda.is_available``); the call
+      cannot raise, for the method may never run, or run inside its
+      caller's ``try``: the catalog declares it ``total``, or its body in
+      the tree is (attribute reads, arithmetic without a division by a
+      non-constant, no subscript, ``raise``, ``assert``, unpacking,
+      ``with`` or import, and only calls that are total in turn);
       ``__init__`` has no early return, does not itself reach the method,
       and hands the object to no call cachelint cannot resolve (a platform
       hook given ``self`` may call the method before the attribute is set);

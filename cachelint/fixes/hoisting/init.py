@@ -325,6 +325,13 @@ class InitHoists(InputAnalysis):
         f, c = s.function, s.call
         if s.cost.pure and s.cost.total:
             return  # a pure call that never raises may run where it did not
+        # a body proven total still reads what the conditions check (`x is not None and f(x)`)
+        raises = self._may_raise(s)
+        if raises is not None:
+            reasons.append(
+                f"`{self._shown(s)}` may raise ({raises}), and `__init__` would raise where `{f.name}` did "
+                "(or where it never ran)"
+            )
         body = self.a.bodies.body(f)
         node = body.find(c.line, c.column, c.end_line, c.end_column) if body is not None else None
         if node is None:
@@ -341,6 +348,20 @@ class InitHoists(InputAnalysis):
                 + "; and ".join(x.describe() for x in conds)
                 + "; at the end of `__init__` it would run for every object, unconditionally"
             )
+
+    def _may_raise(self, s: Site) -> str | None:
+        """Why the call may raise, or None when it is proven not to: the
+        catalog declares it ``total``, or its body in the tree is total
+        (:mod:`cachelint.facts.totality`)."""
+        if s.cost.total:
+            return None
+        fn = self.p.callee_function(s.callee) if s.callee is not None else None
+        names = self.p.callee_names(s.callee, dotted(s.call.func))
+        return self.totality.call_may_raise(names, fn)
+
+    def _shown(self, s: Site) -> str:
+        d = dotted(s.call.func) or "..."
+        return d if s.call.is_read else f"{d}(...)"
 
     def _check_changed_inside(self, s: Site, cls: str, chains: list, reasons: list) -> None:
         """An input ``self.a`` (or ``self.a.b``) whose object some code outside

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...facts.catalog import pure_builtin
 from ...facts.state import CONTAINER_READERS
+from ...facts.totality import Totality
 from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
 from ...semantic.callgraph import HotPaths
@@ -26,6 +27,14 @@ class InputAnalysis:
         self._constants: dict = {}  # path -> call text -> module constant name
         self._short: dict[str, str] | None = None  # see short_lived
         self._globals_assigned: dict[tuple[str, str], str] | None = None  # see _global_writer
+        self._totality: Totality | None = None
+
+    @property
+    def totality(self) -> Totality:
+        """Whether a call may raise (what a hoist into ``__init__`` must rule out)."""
+        if self._totality is None:
+            self._totality = Totality(self.p, self.a.bodies, self.a.catalog)
+        return self._totality
 
     # ----- source text ------------------------------------------------------------
     def lines(self, path: str) -> list[str]:
