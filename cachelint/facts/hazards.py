@@ -769,48 +769,13 @@ class Hazards(ConstructionOrder):
         cls = self.writes.type_of(v)
         if cls is None or cls not in self.p.classes or self.results.class_kind(cls)[0] == "immutable":
             return
-        names = self._attribute_names(cls)
         c = Contents(tuple(v[1:]) if v[0] == site.anchor else None, render_arg(site, v), cls, role)
-        seen: set = set()
-        for name in sorted(names):
-            for w in self.writes.of(name):
-                if id(w) in seen or (w.attr is not None and w.attr != name):
-                    continue
-                seen.add(id(w))
-                why = self.writes.reaches(w, cls)
-                if why is None:
-                    why = self._through_class(w, cls, name)
-                if why is None:
-                    continue
-                f = w.function
-                if (
-                    f.name in CONSTRUCTORS
-                    and f.class_qualname is not None
-                    and self.writes.receiver_value(w) == (SelfRoot(f.class_qualname),)
-                ):
-                    continue  # the argument object's own construction
-                if v[0] == site.anchor and len(v) == 1 and self._is_fill(site, w):
-                    continue
-                c.writers.append((w, why))
+        whole = v[0] == site.anchor and len(v) == 1
+        c.writers = content_writers(
+            self.p, self.writes, cls, skip=lambda w: whole and self._is_fill(site, w), through=self._through_class
+        )
         if c.writers:
             h.contents.append(c)
-
-    def _attribute_names(self, cls: str) -> set:
-        p = self.p
-        out: set = set()
-        for qn in p.mro(cls):
-            c = p.classes.get(qn)
-            if c is None:
-                continue
-            out.update(c.fields)
-            out.update(c.class_attrs)
-            for mqn in c.methods.values():
-                m = p.functions.get(mqn)
-                if m is None or not m.self_name:
-                    continue
-                me = ("name", m.self_name)
-                out.update(a.target[2] for a in m.assigns if a.target[0] == "attr" and a.target[1] == me)
-        return out
 
     def _skipping_subclasses(self, site) -> list:
         """Subclasses of the filling class whose construction never runs the fill."""
@@ -863,6 +828,58 @@ class Hazards(ConstructionOrder):
     def result_kind(self, site) -> tuple:
         """("immutable" | "mutable" | "unknown", what the callee returns)."""
         return self.results.of_callee(site.callee)
+
+
+def content_writers(p: Program, writes: Writes, cls: str, names=None, skip=None, through=None) -> list:
+    """[(AttrWrite, Reach)]: the writes, after its construction, of an
+    attribute of an object of class ``cls`` (of ``names``, default any the
+    tree gives its instances), wherever they are, on a receiver that may be
+    that object: what may change an argument object a value was computed
+    from. Writes in the object's own constructor do not count, nor those
+    ``skip`` says. ``through(w, cls, name)`` may place a write that
+    ``writes.reaches`` does not (a write on the class object)."""
+    out: list = []
+    seen: set = set()
+    for name in sorted(attribute_names(p, cls) if names is None else names):
+        for w in writes.of(name):
+            if id(w) in seen or (w.attr is not None and w.attr != name):
+                continue
+            seen.add(id(w))
+            why = writes.reaches(w, cls)
+            if why is None and through is not None:
+                why = through(w, cls, name)
+            if why is None:
+                continue
+            f = w.function
+            if (
+                f.name in CONSTRUCTORS
+                and f.class_qualname is not None
+                and writes.receiver_value(w) == (SelfRoot(f.class_qualname),)
+            ):
+                continue  # the object's own construction
+            if skip is not None and skip(w):
+                continue
+            out.append((w, why))
+    return out
+
+
+def attribute_names(p: Program, cls: str) -> set:
+    """The attributes the tree gives objects of ``cls``: fields, class
+    attributes, and ``self.x`` assigned in a method of a class of its MRO."""
+    out: set = set()
+    for qn in p.mro(cls):
+        c = p.classes.get(qn)
+        if c is None:
+            continue
+        out.update(c.fields)
+        out.update(c.class_attrs)
+        for mqn in c.methods.values():
+            m = p.functions.get(mqn)
+            if m is None or not m.self_name:
+                continue
+            me = ("name", m.self_name)
+            out.update(a.target[2] for a in m.assigns if a.target[0] == "attr" and a.target[1] == me)
+    return out
 
 
 def _always_raises(body: list) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import deque
 
 from ...facts.construction import hands_self
+from ...facts.hazards import content_writers, writer_text
 from ...index.expr import dotted, render
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
@@ -91,6 +92,7 @@ class InitHoists(InputAnalysis):
         self._check_callee_reads(s, reasons)
         self._check_constructed(s, cls, reasons)
         self._check_shared_inputs(s, cls, reasons)
+        self._check_object_inputs(s, reasons)
         self._check_callee_state(s, reasons, "computed once at construction, the value would not follow it")
         if self.mutated_at(f, c):
             reasons.append("this use changes the value in place, and every run would now share one object")
@@ -281,6 +283,41 @@ class InitHoists(InputAnalysis):
                         "(no statement of the tree shows it); computed once at construction, the value would not follow"
                     )
                     return
+
+    def _check_object_inputs(self, s: Site, reasons: list) -> None:
+        """An input the callee reads as a whole object of a mutable class of
+        the tree (an argument; the receiver of a method): no statement
+        anywhere may change what the callee reads of it (any attribute; for
+        a method of the tree, those its implementations read) after the
+        object is built, on a receiver that may be that object. Computed
+        once at construction, the value would not follow such a change.
+        The analysis is CL001's for its fill arguments (``content_writers``)."""
+        p, f, c = self.p, s.function, s.call
+        if c.is_read or c.is_import:
+            return
+        writes = self.a.writes
+        parts: list = [(x, None) for x in (*c.args, *(v for _kw, v in c.kwargs))]
+        if c.func[0] == "attr":
+            _recv, reads = self._receiver_reads(s)
+            g = p.callee_function(s.callee) if s.callee is not None else None
+            parts.append((c.func[1], reads if g is not None and g.self_name is not None else None))
+        ctx = p.context(f)
+        for part, names in parts:
+            v = self.a.state.value(f, part) or p.canon(part, ctx)
+            if v is None or isinstance(v[0], ConstRoot):
+                continue
+            t = writes.type_of(v)
+            if t is None or t not in p.classes or writes.is_frozen(t):
+                continue
+            found = content_writers(p, writes, t, names)
+            if found:
+                w, reach = found[0]
+                reasons.append(
+                    f"`{render(part)}` is a `{t.rsplit('.', 1)[-1]}` whose attributes the callee reads, and one "
+                    f"is changed {writer_text(w, reach, writes)} after construction; computed once at "
+                    "construction, the value would not follow"
+                )
+                return
 
     def _shared_origin(self, init: FunctionInfo, e) -> str | None:
         """What the object ``e`` (bound in ``init``) is, when it may be shared
