@@ -137,14 +137,21 @@ class ExpensiveCallOnHotPath(Rule):
       the callee is pure; every input is bound once, unconditionally, at
       construction, never reassigned (in the class, its bases or its
       subclasses; through another receiver that may be the object, such as
-      ``runner.n = 5``; by a ``setattr`` whose name is computed at run time)
+      ``runner.n = 5``; by a ``setattr`` whose name is computed at run time;
+      for a class attribute read through ``self``, on the class object:
+      ``Runner.BLOCK = 32``, ``cls.BLOCK = ...``, ``setattr(Runner, ...)``)
       and never changed in place outside a constructor
       (``self.table.append(...)``, ``self.table[k] = v`` in any method,
       including a loop around the call); an input the callee reads as a
       whole object is not a ``list`` or ``dict``, nor one the constructor
       was handed (a parameter, or another object's attribute) of a type that
       may change in place or that cachelint cannot resolve: whoever else
-      holds it may change it; the call runs unconditionally in
+      holds it may change it; an input object of a class of the tree has
+      none of the attributes the callee may read written after its
+      construction, anywhere, on a receiver that may be that object
+      (``self.vocab.grow()``, ``r.vocab.size = 11`` in ``main``, another
+      constructor bumping a shared counter: the analysis CL001 makes of its
+      fill arguments); the call runs unconditionally in
       its method (not in an ``if`` branch, past an early ``return``, on the
       right of ``and``/``or``, in a ``try`` whose handler catches its
       errors; an ``assert`` is no condition), unless the catalog declares it

@@ -183,6 +183,10 @@ class InitHoists(InputAnalysis):
             elif not writers:
                 if not _class_level(p, cls, first):
                     reasons.append(f"`self.{first}` is not bound in the constructor")
+                else:
+                    on_class = self._class_object_writer(cls, first)
+                    if on_class is not None:
+                        reasons.append(on_class)
             else:
                 own = set(p.mro(cls))
                 mine = [a for w, a in writers if w.class_qualname in own]
@@ -203,6 +207,43 @@ class InitHoists(InputAnalysis):
             relies.append(
                 "inputs: " + ", ".join(f"`self.{'.'.join(ch)}`" for ch in sorted(seen)) + " bound once at construction"
             )
+
+    def _class_object_writer(self, cls: str, attr: str) -> str | None:
+        """A write of ``attr`` on a class object of ``cls``'s family
+        (``Runner.BLOCK = 32``, ``cls.BLOCK = ...`` in a classmethod,
+        ``type(self).BLOCK = ...``, ``setattr(Runner, "BLOCK", v)``, a
+        ``setattr`` with a computed name), anywhere: ``self.BLOCK`` reads the
+        class attribute, and the hoisted value would not follow the change."""
+        p, writes = self.p, self.a.writes
+        for w in writes.of(attr):
+            target = self._class_object(w)
+            if target is None or not (p.is_subclass(cls, target) or p.is_subclass(target, cls)):
+                continue
+            how = " (a `setattr` with a name computed at run time)" if w.dynamic else ""
+            return (
+                f"`self.{attr}` reads a class attribute, and `{w.text}` in {w.where} (line {w.line}){how} "
+                f"rebinds it on the class `{target.rsplit('.', 1)[-1]}`"
+            )
+        return None
+
+    def _class_object(self, w) -> str | None:
+        """The class of the tree whose class object write ``w`` is made on, if any."""
+        p = self.p
+        recv = w.receiver
+        if recv[0] == "attr" and recv[2] == "__class__":
+            recv = ("call", ("name", "type"), (recv[1],), ())
+        ctx = p.context(w.function)
+        if recv[0] == "call" and recv[1] == ("name", "type") and len(recv[2]) == 1:
+            v = p.canon(recv[2][0], ctx)
+            t = self.a.writes.type_of(v) if v is not None else None
+            return t if t in p.classes else None
+        v = p.canon(recv, ctx)
+        if v is None or len(v) != 1:
+            return None
+        if isinstance(v[0], GlobalRoot) and v[0].qualname in p.classes:
+            return v[0].qualname
+        t = p.cls_param_class(v[0])
+        return t if t in p.classes else None
 
     def _other_writer(self, cls: str, attr: str, seen: list) -> tuple[str, bool] | None:
         """A write of ``attr`` other than ``self.attr`` in the class family
