@@ -21,7 +21,7 @@ from ..semantic.guards import Atom
 from ..semantic.idioms import is_property
 from ..semantic.program import CONSTRUCTORS, Program, Value
 from ..semantic.values import GlobalRoot, ParamRoot, SelfRoot
-from .construction import hands_self
+from .construction import call_text, hands_self
 from .hazards import MAX_SHOWN, MUTATING_METHODS, Hazards, summarise, writer_text
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class UseReasons:
             via = f" (through {' -> '.join(f'`{q}`' for q in chain[:-1])})" if len(chain) > 1 else ""
             out.append(
                 f"`{g.qualname}` may run while the object is being built, before the fill: "
-                f"`{ctor.qualname}` calls `{render(call.func)}` (line {call.line}){via} before it assigns "
+                f"`{ctor.qualname}` calls `{call_text(call)}` (line {call.line}){via} before it assigns "
                 f"`{site.attr}` (line {site.call.line})"
             )
         elif g.self_name is not None:
@@ -118,7 +118,7 @@ class UseReasons:
                 ctor, call = handed
                 out.append(
                     f"`{g.qualname}` may run while the object is being built, before the fill: "
-                    f"`{ctor.qualname}` hands the object to `{render(call.func)}(...)` (line {call.line}), "
+                    f"`{ctor.qualname}` hands the object to `{call_text(call)}` (line {call.line}), "
                     f"which cachelint cannot resolve, before it assigns `{site.attr}` (line {site.call.line})"
                 )
         # writers with a computed name: one reason each, naming what they may rebind

@@ -102,7 +102,11 @@ class Totality:
             by_number = isinstance(n.op, (ast.Div, ast.FloorDiv)) or not isinstance(left, (ast.Constant, ast.JoinedStr))
             if not (isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod)) and by_number and _nonzero_number(right)):
                 return _OPS[type(n.op)]
-        if isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Load, ast.Del)) and not isinstance(n.slice, ast.Slice):
+        if (
+            isinstance(n, ast.Subscript)
+            and isinstance(n.ctx, (ast.Load, ast.Del))
+            and not isinstance(n.slice, ast.Slice)
+        ):
             return "a subscript"
         if isinstance(n, (ast.Assign, ast.For, ast.AsyncFor, ast.comprehension)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]

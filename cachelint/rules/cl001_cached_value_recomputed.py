@@ -113,6 +113,14 @@ class CachedValueRecomputed(Rule):
        every subclass's constructor calls it; and no call the constructor
        makes before the fill reaches the reading function, or hands the
        object (``self``, a bound method) to code cachelint cannot resolve.
+       Calls made implicitly count: formatting ``self`` (an f-string,
+       ``str``, ``repr``, ``format``, ``%``, ``print``) runs
+       ``__format__``/``__str__``/``__repr__``, a read of a property
+       ``self.x`` its getter, a comparison, ``hash``, ``len``, iteration or
+       truth test of ``self`` its dunder, and the class's ``__new__`` runs
+       before ``__init__`` (with what it calls on the object it makes); such
+       a dunder inherited from a base outside the tree is code cachelint
+       cannot resolve.
     2. *Its guard holds.* Every condition that can skip the fill, the early
        `return`s of any `if`/`elif`/`else` branch, `with` or `try` body
        included, is implied by the conditions the read runs under. A

@@ -161,7 +161,10 @@ class ExpensiveCallOnHotPath(Rule):
       the tree is (attribute reads, arithmetic without a division by a
       non-constant, no subscript, ``raise``, ``assert``, unpacking,
       ``with`` or import, and only calls that are total in turn);
-      ``__init__`` has no early return, does not itself reach the method,
+      ``__init__`` has no early return, does not itself reach the method
+      (nor through what it runs implicitly: ``f"{self}"`` or ``print(self)``
+      runs ``__str__``/``__repr__``, ``self.prop`` a getter, ``self == x``
+      or ``len(self)`` a dunder, ``__new__`` runs first),
       and hands the object to no call cachelint cannot resolve (a platform
       hook given ``self`` may call the method before the attribute is set);
       no input is a ``cached_property`` or another descriptor but a plain

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ...facts.construction import hands_self
+from ...facts.construction import call_text, hands_self, implicit_calls
 from ...facts.hazards import content_writers, writer_text
 from ...index.expr import dotted, render
 from ...index.records import FunctionInfo
@@ -99,13 +99,17 @@ class InitHoists(InputAnalysis):
         if init.returns:
             # every `return` in a constructor returns None: any of them skips the appended statement
             reasons.append(f"`{init.qualname}` can return early, before the appended statement")
-        if self._init_reaches(init, f):
-            reasons.append(f"`{init.qualname}` reaches `{f.name}`, which would read the attribute before it is set")
+        implicit = implicit_calls(p, self.a.bodies, init)
+        via = self._init_reaches(init, f, implicit)
+        if via is not None:
+            reasons.append(
+                f"`{init.qualname}` reaches `{f.name}`{via}, which would read the attribute before it is set"
+            )
         else:
-            handed = next((c for c in init.calls if hands_self(self.p, init, c)), None)
+            handed = next((c for c in [*init.calls, *implicit] if hands_self(self.p, init, c)), None)
             if handed is not None:
                 reasons.append(
-                    f"`{init.qualname}` hands the object to `{render(handed.func)}(...)` (line {handed.line}), which "
+                    f"`{init.qualname}` hands the object to `{call_text(handed)}` (line {handed.line}), which "
                     f"cachelint cannot resolve: it may call `{f.name}` before the attribute is set"
                 )
         for sub in p.subclasses(cls):
@@ -680,22 +684,34 @@ class InitHoists(InputAnalysis):
                         reasons.append(f"module variable `{n}` is assigned in `{g.qualname}`")
                         break
 
-    def _init_reaches(self, init: FunctionInfo, f: FunctionInfo) -> bool:
+    def _init_reaches(self, init: FunctionInfo, f: FunctionInfo, implicit: list) -> str | None:
+        """Whether the constructor (its calls, and the code it runs
+        implicitly: ``f"{self}"``'s ``__str__``, a property getter, ``__new__``)
+        reaches ``f``: None if not, else how (`` (through `format(self)`,
+        line 8)`` for an implicit start, else empty)."""
         p = self.p
         seen = {init.qualname}
-        queue = deque([init])
+        queue: deque = deque()
+        for c in implicit:
+            if c.target is not None and c.target.qualname not in seen:
+                how = f" (through `{c.text}`, line {c.line})"
+                if c.target.qualname == f.qualname:
+                    return how
+                seen.add(c.target.qualname)
+                queue.append((c.target, how))
+        queue.appendleft((init, ""))
         while queue:
-            g = queue.popleft()
+            g, how = queue.popleft()
             for call in g.calls:
                 t = resolve_call(p, g, call)
                 if t is None:
                     continue
                 if t.qualname == f.qualname or (t.name == f.name and t.class_qualname is not None):
-                    return True
+                    return how
                 if t.qualname not in seen and t.class_qualname is not None and len(seen) < 200:
                     seen.add(t.qualname)
-                    queue.append(t)
-        return False
+                    queue.append((t, how))
+        return None
 
     def _fresh_attr(self, cls: str, base: str, taken: set) -> str:
         p = self.p
