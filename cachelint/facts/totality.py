@@ -23,8 +23,30 @@ from ..index.expr import dotted
 from ..index.records import FunctionInfo
 from ..semantic.values import GlobalRoot
 
-# builtins that raise on no argument of the types their callers pass
-TOTAL_BUILTINS = frozenset(["len", "isinstance", "issubclass", "bool", "id", "type", "callable", "hasattr", "abs"])
+# builtins that raise on no argument of the types their callers pass (an
+# iterable for the containers, as a ``for`` loop over it is trusted)
+TOTAL_BUILTINS = frozenset(
+    [
+        "len",
+        "isinstance",
+        "issubclass",
+        "bool",
+        "id",
+        "type",
+        "callable",
+        "hasattr",
+        "abs",
+        "list",
+        "tuple",
+        "set",
+        "frozenset",
+        "enumerate",
+        "zip",
+        "range",
+        "str",
+        "repr",
+    ]
+)
 
 MAX_DEPTH = 3
 
@@ -159,6 +181,8 @@ class Totality:
                 return None
             if qn in ("builtins.min", "builtins.max") and len(c.args) >= 2 and not c.kwargs:
                 return None  # of two or more values, never of an empty iterable
+            if qn == "builtins.getattr" and len(c.args) == 3:
+                return None  # with a default: a missing attribute is no error
         names = p.callee_names(callee, dotted(c.func))
         entry = self.catalog.match(names)
         if entry is not None and entry.total:

@@ -654,7 +654,7 @@ class Runner:
         return newer("2.4"), batch
 """,
             expect=(("example.py", 11),),
-            applicability=("safe",),
+            applicability=("unsafe",),
             message_contains=("`newer(...)`",),
             fixed={
                 "example.py": """
@@ -698,7 +698,7 @@ class Runner:
         return total_pages(self.sizes, self.page) + len(batch)
 """,
             expect=(("example.py", 16),),
-            applicability=("safe",),
+            applicability=("unsafe",),
             message_contains=("computation work", "loops on each call"),
             fixed={
                 "example.py": """
@@ -795,7 +795,7 @@ class Runner:
         return batch, inspect.signature(self.model.forward)
 """,
             expect=(("example.py", 8),),
-            applicability=("safe",),
+            applicability=("unsafe",),
             message_contains=("per-step", "inputs are the same on every run"),
             fixed={
                 "example.py": """

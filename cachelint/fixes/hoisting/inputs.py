@@ -33,7 +33,7 @@ class InputAnalysis:
     def totality(self) -> Totality:
         """Whether a call may raise (what a hoist into ``__init__`` must rule out)."""
         if self._totality is None:
-            self._totality = Totality(self.p, self.a.bodies, self.a.catalog)
+            self._totality = Totality(self.p, self.a.bodies, self.a.cost.catalog)
         return self._totality
 
     # ----- source text ------------------------------------------------------------
