@@ -93,12 +93,10 @@ class Totality:
             return f"cachelint cannot read the body of `{fn.qualname}`"
         where = f" in `{fn.qualname}`" if depth else ""
         for n in body.code_nodes:
-            why = self._node(n)
+            why = self._node(n, fn)
             if why is not None:
                 return why + where
-        for c in fn.calls:
-            if c.in_handler:
-                continue
+        for c in fn.calls:  # those in `except` handlers too: they run when the `try` body raises
             why = self._call(fn, c, depth)
             if why is not None:
                 return why
@@ -107,13 +105,13 @@ class Totality:
         # raise are found above, and iteration is trusted as types are
         for c in fn.implicit_calls:
             target = self.p.call_function(fn, c)
-            if target is not None and not c.in_handler:
+            if target is not None:
                 why = self.may_raise(target, depth + 1) if depth < MAX_DEPTH else "too deep to follow"
                 if why is not None:
                     return f"`{dotted(c.func) or '...'}`: {why}"
         return None
 
-    def _node(self, n: ast.AST) -> str | None:
+    def _node(self, n: ast.AST, fn: FunctionInfo) -> str | None:
         if isinstance(n, ast.Raise):
             return "a `raise`"
         if isinstance(n, ast.Assert):
@@ -144,11 +142,23 @@ class Totality:
             return "a `del`"
         if isinstance(n, ast.FormattedValue) and n.format_spec is not None:
             return "a format spec"
-        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and not self._on_module(n.value, fn):
             getter = self.property_named(n.attr)
             if getter is not None:
                 return getter
         return None
+
+    def _on_module(self, e: ast.AST, fn: FunctionInfo) -> bool:
+        """``e`` names a module (``importlib.metadata``): its attributes are no properties of the tree."""
+        while isinstance(e, ast.Attribute):
+            e = e.value
+        if not isinstance(e, ast.Name):
+            return False
+        fi = self.p.modules.get(fn.module)
+        if fi is not None and e.id in fi.module_imports:
+            return True
+        qn = self.p.resolve_name(fn.module, e.id)
+        return qn is not None and qn in self.p.modules
 
     def property_named(self, attr: str) -> str | None:
         """A reason when ``attr`` is the name of a property of the tree whose
