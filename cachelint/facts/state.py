@@ -849,6 +849,10 @@ class ProcessState:
                 return None
             base = self.value(fn, arg)
             return None if base is None else base + tuple(v[1:])
+        if isinstance(root, ParamRoot) and _encloses(root.function, g.qualname) and _within(fn.qualname, root.function):
+            # a nested function or lambda changing a variable it captured
+            # (`def bump(): ids.append(7)`): the caller's own variable
+            return v
         return None
 
 
@@ -867,3 +871,13 @@ def _argument(g: FunctionInfo, c, name: str):
             a = c.args[i]
             return None if a == ("?",) else a
     return None
+
+
+def _encloses(outer: str, inner: str) -> bool:
+    """Function ``inner`` is defined inside function ``outer`` (at any depth)."""
+    return inner.startswith(outer + ".<locals>.")
+
+
+def _within(qualname: str, outer: str) -> bool:
+    """``qualname`` is function ``outer`` or one defined inside it."""
+    return qualname == outer or _encloses(outer, qualname)
