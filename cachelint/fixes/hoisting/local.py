@@ -11,7 +11,7 @@ import ast
 from ...facts.bodies import HoistPoint
 from ...facts.catalog import pure_builtin
 from ...facts.repeats import store_positions
-from ...facts.state import related, show
+from ...facts.state import is_mutator, related, show
 from ...index.expr import conv, dotted, render
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
@@ -279,6 +279,40 @@ def _opaque_point(body, lo: int, hi: int, loops: list) -> str | None:
 _IMMUTABLE_RESULTS = frozenset({"int", "float", "bool", "str", "bytes", "complex", "len", "repr", "hash", "abs"})
 
 
+# what Python calls implicitly on an object a function hashes, compares, iterates, tests or formats
+_IMPLICIT = (
+    "__hash__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__contains__",
+    "__iter__",
+    "__len__",
+    "__bool__",
+    "__getitem__",
+    "__format__",
+    "__str__",
+    "__repr__",
+)
+# builtins that read (or run code on) the local variables of the function that calls them
+_INTROSPECTS = frozenset({"locals", "vars", "dir", "eval", "exec"})
+
+
+def _introspection(body) -> str | None:
+    """A call of ``f``'s body that sees its local variables: ``locals()``,
+    ``vars()`` or ``dir()`` without arguments, ``eval``, ``exec``."""
+    for n in body.code_nodes:
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _INTROSPECTS):
+            continue
+        if n.func.id in ("vars", "dir") and (n.args or n.keywords):
+            continue
+        return f"`{ast.unparse(n)[:50]}` (line {body.line_of(n)}) reads the function's local variables"
+    return None
+
+
 class LocalHoists(InitHoists):
     """The hoist-to-a-local fix and its safety checks."""
 
@@ -399,7 +433,14 @@ class LocalHoists(InitHoists):
             shared = shared or self._shared_change(s, nodes, body)
         if shared is not None:
             reasons.append(f"{shared}, and the uses would now share one object")
+        dunder = self._argument_dunder(s)
+        if dunder is not None:
+            reasons.append(dunder)
         local = self._fresh_local(f, _base_name(first))
+        if body is not None:
+            seen = _introspection(body)
+            if seen is not None:
+                reasons.append(f"{seen}: it would also see the new local `{local}`")
         spans = tuple(Span(x.call.line, x.call.column, x.call.end_line, x.call.end_column) for x in occ)
         edits = tuple(Edit(sp, local) for sp in spans) + (
             Edit(spans[0], f"{local} = {text}", kind=EditKind.INSERT_BEFORE, anchors=anchors + spans),
@@ -431,7 +472,9 @@ class LocalHoists(InitHoists):
             return
         inputs = self._local_inputs(s)
         if inputs:
-            self._check_unresolved_between(s.function, occ, hp, self._loops(body, nodes, hp), inputs, reasons, body)
+            loops = self._loops(body, nodes, hp)
+            code = self._callee_inputs(s)
+            self._check_unresolved_between(s.function, occ, hp, loops, inputs, reasons, body, code)
 
     @staticmethod
     def _loops(body, nodes: list, hp) -> list:
@@ -450,17 +493,27 @@ class LocalHoists(InitHoists):
         rebound = self._rebound_between(s, nodes, body, hp, loops)
         if rebound is not None:
             return rebound
-        inputs = self._local_inputs(s)
+        inputs = self._local_inputs(s) + self._callee_inputs(s)
         if not inputs:
             return None
+        again = self._recursive_call_between(f, occ, hp, loops)
         for e in self.a.state.effects(f):
             # from the hoisted statement to the last use's line: an assignment
             # on a use's own line (`self.n = f(self.n)`) happens after the use
             between = hp.line <= e.line <= last.end_line
             looped = any(a <= e.line <= b for a, b in loops)
-            if not between and not looped:
+            if not between and not looped and again is None:
                 continue
             for v, shown in inputs:
+                if again is not None and not between and not looped:
+                    # the call between the uses runs the whole function again
+                    if not related(e.value, v):
+                        continue
+                    return (
+                        f"`{render(again.func)}(...)` (line {again.line}) may run `{f.name}` again, whose "
+                        f"`{e.text}` (line {e.line}) changes `{show(e.value)}`, and the call reads `{shown}`: "
+                        "one value for all of the uses would be stale"
+                    )
                 if not related(e.value, v):
                     alias = next((a for a in self._stored_from(e.value) if related(a, v)), None)
                     if alias is None:
@@ -479,6 +532,220 @@ class LocalHoists(InitHoists):
                 if changed != shown:
                     through = ""
                 return f"{where} changes {what}{through} between the uses: one value for all of them would be stale"
+        for c, handed, changes in self._callbacks_between(f, occ, hp, loops):
+            for w in changes or ():
+                for v, shown in inputs:
+                    if related(w, v):
+                        return (
+                            f"`{render(c.func)}(...)` (line {c.line}) may call the `{render(handed)}` it is given, "
+                            f"which changes `{show(w)}`, and the call reads `{shown}`: one value for all of the "
+                            "uses would be stale"
+                        )
+        return None
+
+    def _argument_dunder(self, s: Site) -> str | None:
+        """A method Python calls implicitly on an argument of the call
+        (``__hash__`` for ``k in table``, ``__eq__``, ``__iter__``, ...) that
+        is not pure: each use ran it, and the local runs it once. For an
+        argument of a class of the tree, its class's (and subclasses') methods
+        not known to be pure; for one of unknown type, any such method of the
+        tree that changes something (the object, its class, module state)."""
+        p, st, f = self.p, self.a.state, s.function
+        if s.callee is None or p.callee_function(s.callee) is None:
+            return None  # a catalogued callee's `pure` covers its arguments
+        for part in (*s.call.args, *(v for _kw, v in s.call.kwargs)):
+            v = st.value(f, part)
+            if v is None or self._sealed(v):
+                continue
+            t = p.type_of(v)
+            if t is not None and t in p.classes:
+                for cls in dict.fromkeys([t, *p.subclasses(t)]):
+                    for name in _IMPLICIT:
+                        m = p.lookup_method(cls, name)
+                        if m is None:
+                            continue
+                        pur = self.a.cost.purity([m.qualname], m)
+                        if not pur.pure:
+                            return (
+                                f"`{m.qualname}`, which Python may call implicitly on `{render(part)}`, is not "
+                                f"known to be pure ({pur.reason}): the local would run it once"
+                            )
+            elif t is None:
+                m = next(iter(self._changing_dunders()), None)
+                if m is not None:
+                    return (
+                        f"`{render(part)}` is of a type cachelint does not know, and `{m.qualname}`, which Python "
+                        f"may call implicitly on it, changes `{show(st.effects(m)[0].value)}`: the local would "
+                        "run it once"
+                    )
+        return None
+
+    def _changing_dunders(self) -> list[FunctionInfo]:
+        """The implicitly called methods of the tree's classes that change something."""
+        memo = self.__dict__.setdefault("_dunders_memo", [])
+        if not memo:
+            found = [
+                g
+                for g in self.p.functions.values()
+                if g.class_qualname and g.name in _IMPLICIT and self.a.state.effects(g)
+            ]
+            memo.append(sorted(found, key=lambda g: g.qualname))
+        return memo[0]
+
+    # what runs between the uses that its own body does not show -------------------------------
+    def _callee_inputs(self, s: Site) -> list[tuple[tuple, str]]:
+        """The binding the callee is looked up through: the name (``weight``,
+        a module global a ``global`` statement or ``sys.modules[...]`` may
+        rebind), or the attribute of the receiver (``self.weight``,
+        ``h.weight`` on a module ``h``). Rebinding it between the uses makes
+        the later use call something else."""
+        func, f, st, p = s.call.func, s.function, self.a.state, self.p
+        if func[0] == "name":
+            v = st.value(f, func)
+            return [(v, func[1])] if v is not None and isinstance(v[0], GlobalRoot) else []
+        if func[0] != "attr":
+            return []
+        rv = st.value(f, func[1])
+        if rv is None:
+            return []
+        if len(rv) == 1 and isinstance(rv[0], GlobalRoot) and (rv[0].qualname in p.modules or rv[0].qualname in p.classes):
+            return [(p.attr_value(rv, func[2]), render(func))]
+        return [(rv + (func[2],), render(func))]
+
+    def _between_calls(self, f: FunctionInfo, occ: list, hp, loops: list) -> list:
+        """The calls of ``f`` from the hoisted statement to the last use (or in a
+        loop repeating a use), but the uses and the calls inside them."""
+        last = occ[-1].call
+        uses = {(x.call.line, x.call.column) for x in occ}
+        out = []
+        for c in f.calls:
+            if (c.line, c.column) in uses or c.in_handler:
+                continue
+            if not (hp.line <= c.line <= last.end_line) and not any(a <= c.line <= b for a, b in loops):
+                continue
+            if any(
+                x.call.line <= c.line <= x.call.end_line
+                and (c.line, c.column) >= (x.call.line, x.call.column)
+                and (c.end_line, c.end_column) <= (x.call.end_line, x.call.end_column)
+                for x in occ
+            ):
+                continue
+            out.append(c)
+        return out
+
+    def _recursive_call_between(self, f: FunctionInfo, occ: list, hp, loops: list):
+        """A call between the uses that may run ``f`` again (itself, or a function
+        of the tree that calls it, a few calls deep): every change ``f`` makes,
+        wherever it stands in the body, is then a change between the uses."""
+        for c in self._between_calls(f, occ, hp, loops):
+            for g in self._targets(f, c):
+                if g is f or self._reaches(g, f, 0, set()):
+                    return c
+        return None
+
+    def _targets(self, f: FunctionInfo, c) -> list[FunctionInfo]:
+        g0 = resolve_call(self.p, f, c)
+        return self.p.dispatch(g0) if g0 is not None else []
+
+    def _reaches(self, g: FunctionInfo, target: FunctionInfo, depth: int, seen: set) -> bool:
+        if depth > 4 or g.qualname in seen:
+            return False
+        seen.add(g.qualname)
+        for c in g.calls:
+            for h in self._targets(g, c):
+                if h is target or self._reaches(h, target, depth + 1, seen):
+                    return True
+        return False
+
+    def _calls_param(self, g: FunctionInfo, name: str, depth: int) -> bool:
+        """Function ``g`` may call what its parameter ``name`` is given: it calls
+        it, or hands it to a call that may (a function of the tree that calls
+        its own parameter, a few calls deep, or any call cachelint cannot follow)."""
+        me = ("name", name)
+        for c in g.calls:
+            if c.func == me:
+                return True
+            passed = [(i, a) for i, a in enumerate(c.args) if a == me] + [(kw, v) for kw, v in c.kwargs if v == me]
+            if not passed:
+                continue
+            h = resolve_call(self.p, g, c)
+            if h is None:
+                callee = self.p.call_callee(g, c)
+                if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                    if pure_builtin(callee[0].qualname):
+                        continue
+                return True
+            if depth >= 3:
+                return True
+            params = [q.name for q in h.params if q.kind == "pos"]
+            if h.self_name is not None and c.func[0] == "attr":
+                params = params[1:]
+            for key, _a in passed:
+                inner = key if isinstance(key, str) else (params[key] if key < len(params) else None)
+                if inner is None or self._calls_param(h, inner, depth + 1):
+                    return True
+        return False
+
+    def _callbacks_between(self, f: FunctionInfo, occ: list, hp, loops: list) -> list:
+        """The callables handed, between the uses, to a call that may call them:
+        a function of the tree that calls its parameter (``apply(ids.append,
+        7)``, ``call(self.bump)``), or a call cachelint cannot follow given a
+        function of the tree (``run(bump)``). Each as (call, callable, what
+        calling it changes in ``f``'s terms, or None when cachelint cannot tell)."""
+        p = self.p
+        out = []
+        for c in self._between_calls(f, occ, hp, loops):
+            g = resolve_call(p, f, c)
+            handed = []
+            if g is not None:
+                for impl in p.dispatch(g):
+                    params = [q.name for q in impl.params if q.kind == "pos"]
+                    if impl.self_name is not None and c.func[0] == "attr":
+                        params = params[1:]
+                    pairs = list(zip(params, c.args)) + [(kw, v) for kw, v in c.kwargs if kw is not None]
+                    handed += [a for name, a in pairs if self._calls_param(impl, name, 0)]
+            else:
+                for a in (*c.args, *(v for _kw, v in c.kwargs)):
+                    callee = p.canon(a, p.context(f)) if a[0] in ("name", "attr") else None
+                    if callee is not None and p.callee_function(callee) is not None:
+                        handed.append(a)
+            for a in dict.fromkeys(handed):
+                out.append((c, a, self._callable_changes(f, c, a)))
+        return out
+
+    def _callable_changes(self, f: FunctionInfo, c, a) -> list | None:
+        """What calling ``a`` (handed to call ``c`` of ``f``) changes, in ``f``'s
+        terms: a function of the tree's effects (on its object, for a bound
+        method; on anything ``c`` is given, for its parameters; on module state;
+        on variables of ``f`` it captured), ``ids.append``'s object; nothing for
+        a pure callable; None when cachelint cannot tell."""
+        p, st = self.p, self.a.state
+        if a[0] not in ("name", "attr"):
+            return None
+        callee = p.canon(a, p.context(f))
+        h = p.callee_function(callee) if callee is not None else None
+        if h is not None:
+            given = [st.value(f, x) for x in (*c.args, *(v for _kw, v in c.kwargs))]
+            out: list = []
+            for impl in self.a.cost.implementations(h):
+                for e in st.effects(impl):
+                    root = e.value[0]
+                    if isinstance(root, SelfRoot):
+                        base = st.value(f, a[1]) if a[0] == "attr" else None
+                        out.extend([base + tuple(e.value[1:])] if base is not None else [e.value])
+                    elif isinstance(root, ParamRoot) and root.function == impl.qualname:
+                        out.extend(v for v in given if v is not None)  # it may be given any of them
+                    else:
+                        out.append(e.value)
+            return out
+        if a[0] == "attr" and is_mutator(a[2]):
+            base = st.value(f, a[1])
+            return [base] if base is not None else None
+        if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+            if pure_builtin(callee[0].qualname):
+                return []
+        if self.a.cost.purity(p.callee_names(callee, dotted(a)), None).pure:
+            return []
         return None
 
     def _stored_from(self, v: tuple) -> list[tuple]:
@@ -571,7 +838,9 @@ class LocalHoists(InitHoists):
                     )
         return None
 
-    def _check_unresolved_between(self, f, occ: list, hp, loops: list, inputs: list, reasons: list, body=None) -> None:
+    def _check_unresolved_between(
+        self, f, occ: list, hp, loops: list, inputs: list, reasons: list, body=None, code: list | None = None
+    ) -> None:
         """A call between the uses (or in a loop repeating one) that cachelint
         cannot resolve to a function of the tree may change an input of the
         call: nothing proves it does not. One that receives an input, or an
@@ -579,7 +848,9 @@ class LocalHoists(InitHoists):
         with it; one that receives none of them may still reach the input
         (a callback holding the object, module state), unless every input is
         sealed: a constant, or a parameter or local of an immutable type,
-        which no call can rebind or change."""
+        which no call can rebind or change. ``code``: the bindings the callee
+        is looked up through, which only a call given what holds them (a module,
+        the receiver) is taken to rebind."""
         p, st = self.p, self.a.state
         last = occ[-1].call
         uses = {(x.call.line, x.call.column) for x in occ}
@@ -612,8 +883,8 @@ class LocalHoists(InitHoists):
                 v = st.value(f, part)
                 if v is None:
                     continue
-                for iv, shown in inputs:
-                    if related(v, iv) and not self._sealed(iv):
+                for iv, shown in [*inputs, *(code or ())]:
+                    if related(v, iv) and (not self._sealed(iv) or iv is not None and (iv, shown) in (code or ())):
                         reasons.append(
                             f"`{render(c.func)}(...)` (line {c.line}) is a call cachelint cannot resolve, and it "
                             f"receives `{render(part)}`: it may change `{shown}` between the uses"
@@ -627,6 +898,14 @@ class LocalHoists(InitHoists):
                 f"`{render(c.func)}(...)` (line {c.line}) is a call cachelint cannot resolve: it may reach "
                 f"`{unsealed[0]}` (through an object it holds or module state) and change it between the uses"
             )
+        if unsealed and not reasons:
+            for c, handed, changes in self._callbacks_between(f, occ, hp, loops):
+                if changes is None:
+                    reasons.append(
+                        f"`{render(c.func)}(...)` (line {c.line}) may call the `{render(handed)}` it is given, "
+                        f"which cachelint cannot resolve: it may change `{unsealed[0]}` between the uses"
+                    )
+                    break
         if unsealed and not reasons and body is not None:
             opaque = _opaque_point(body, hp.line, last.end_line, loops)
             if opaque is not None:
