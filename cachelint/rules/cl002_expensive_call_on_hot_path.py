@@ -204,6 +204,19 @@ class ExpensiveCallOnHotPath(Rule):
       or ``yield`` (the caller runs while the function is suspended), an
       ``async for`` or ``async with``, a ``with`` whose context manager is
       not made by a call there.
+      What the call reads includes the binding its callee is looked up
+      through (``self.weight = plain``, a helper's ``global weight``,
+      ``sys.modules[__name__].weight``, ``h.weight`` on a module); a call
+      there that may run the function again (recursion) counts all its
+      changes, wherever they stand; a nested function or lambda changes the
+      variables it captured where it is called; a function of the tree that
+      calls a callable it is given (``apply(ids.append, 7)``,
+      ``call(self.bump)``) makes that callable's changes, or counts as a call
+      cachelint cannot resolve. Unsafe, too: a method Python calls
+      implicitly on an argument (``__hash__``, ``__eq__``, ``__iter__``...)
+      that is not pure, and a function that reads its own local variables
+      (``locals()``, ``vars()``, ``eval``, ``exec``), which would see the new
+      local.
     - A hoist to a local is unsafe when the callee iterates an argument that
       nothing shows to be a collection (a parameter without a collection
       annotation): an iterator would be used up by the first use.

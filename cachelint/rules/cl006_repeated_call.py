@@ -143,7 +143,20 @@ class RepeatedCall(Rule):
     manager is not made by a call there), every input is a constant or a
     parameter annotated with an immutable type (unseen code may reach any
     other input through the objects it holds), and no use changes the
-    value in place.
+    value in place. What the call reads includes the binding its callee is
+    looked up through (``self.weight``, a module's ``weight``, rebound by
+    an assignment, a ``global`` statement of a helper, ``setattr`` or
+    ``sys.modules[...]``); a call there that may run the function again
+    counts every change the function makes, wherever it stands; a nested
+    function or lambda changing a variable it captured changes it where it
+    is called; a function of the tree that calls a callable it is given
+    makes that callable's changes (``apply(ids.append, 7)``), or, when
+    cachelint cannot tell them, counts as a call it cannot resolve. It is
+    unsafe when a method Python calls implicitly on an argument
+    (``__hash__``, ``__eq__``, ``__iter__``, ...) is not pure (for an
+    argument of unknown type: one of the tree that changes something), and
+    when the function reads its own local variables (``locals()``,
+    ``vars()``, ``dir()``, ``eval``, ``exec``): they would see the new local.
     The unsafe reasons name the unproven thing.
 
     ## Fix availability

@@ -608,7 +608,11 @@ class LocalHoists(InitHoists):
         rv = st.value(f, func[1])
         if rv is None:
             return []
-        if len(rv) == 1 and isinstance(rv[0], GlobalRoot) and (rv[0].qualname in p.modules or rv[0].qualname in p.classes):
+        if (
+            len(rv) == 1
+            and isinstance(rv[0], GlobalRoot)
+            and (rv[0].qualname in p.modules or rv[0].qualname in p.classes)
+        ):
             return [(p.attr_value(rv, func[2]), render(func))]
         return [(rv + (func[2],), render(func))]
 
@@ -666,8 +670,8 @@ class LocalHoists(InitHoists):
             if c.func == me:
                 return True
             passed = [(i, a) for i, a in enumerate(c.args) if a == me] + [(kw, v) for kw, v in c.kwargs if v == me]
-            if not passed:
-                continue
+            if not passed or (c.func[0] == "name" and any(q.name == c.func[1] for q in g.params)):
+                continue  # none, or given to the callback itself (`fn(x)`): an argument, not called
             h = resolve_call(self.p, g, c)
             if h is None:
                 callee = self.p.call_callee(g, c)
@@ -720,6 +724,8 @@ class LocalHoists(InitHoists):
         on variables of ``f`` it captured), ``ids.append``'s object; nothing for
         a pure callable; None when cachelint cannot tell."""
         p, st = self.p, self.a.state
+        if a[0] in ("const", "list", "tuple", "dict", "set"):
+            return []  # not a callable
         if a[0] not in ("name", "attr"):
             return None
         callee = p.canon(a, p.context(f))
@@ -884,7 +890,7 @@ class LocalHoists(InitHoists):
                 if v is None:
                     continue
                 for iv, shown in [*inputs, *(code or ())]:
-                    if related(v, iv) and (not self._sealed(iv) or iv is not None and (iv, shown) in (code or ())):
+                    if related(v, iv) and ((iv, shown) in (code or ()) or not self._sealed(iv)):
                         reasons.append(
                             f"`{render(c.func)}(...)` (line {c.line}) is a call cachelint cannot resolve, and it "
                             f"receives `{render(part)}`: it may change `{shown}` between the uses"
