@@ -560,6 +560,8 @@ class LocalHoists(InitHoists):
             t = p.type_of(v)
             if t is not None and t in p.classes:
                 for cls in dict.fromkeys([t, *p.subclasses(t)]):
+                    if p.is_protocol(cls):
+                        continue  # its methods are declarations: the implementations are its subclasses'
                     for name in _IMPLICIT:
                         m = p.lookup_method(cls, name)
                         if m is None:
