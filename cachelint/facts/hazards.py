@@ -80,6 +80,7 @@ from ..semantic.values import (
 )
 from ..semantic.writes import IN_PLACE_METHODS, AttrWrite, Reach, Writes, copy_source
 from .bodies import Bodies
+from .bypass import Bypasses
 from .construction import ConstructionOrder, super_calls
 from .cost import CostModel
 from .guardstate import GuardState
@@ -102,6 +103,8 @@ FRESH_BUILDERS = frozenset(
 # methods that change a list, dict or set in place (`ids.append(x)`)
 MUTATING_METHODS = IN_PLACE_METHODS
 MAX_SHOWN = 3  # writers named per dependency
+# bases outside the tree that define no `__init__` or `__post_init__` of their own
+_PLAIN_BASES = frozenset({"object", "builtins.object", "typing.Generic", "abc.ABC", "typing.Protocol"})
 
 
 @dataclass
@@ -131,7 +134,7 @@ class SiteHazards:
 
     dependencies: list = field(default_factory=list)  # Dependency, with writers
     contents: list = field(default_factory=list)  # Contents, with writers
-    skips_fill: list = field(default_factory=list)  # (class, text): subclasses that never run the fill
+    skips_fill: list = field(default_factory=list)  # (class, text): objects of class made without the fill
     shared_holder: list = field(default_factory=list)  # (function, call, sure) of dataclasses.replace
     result: tuple = ("immutable", "")  # ("immutable"|"mutable"|"unknown", type text)
     # a writer of the cached attribute right after the fill: the attribute is
@@ -149,7 +152,7 @@ class SiteHazards:
     guard_state: list = field(default_factory=list)  # reasons the guard's state outside the object may change
 
 
-class Hazards(ConstructionOrder):
+class Hazards(ConstructionOrder, Bypasses):
     """Computes :class:`SiteHazards` per cache site, once."""
 
     def __init__(
@@ -310,11 +313,16 @@ class Hazards(ConstructionOrder):
         """A ``try`` around the fill whose ``except`` goes on (or a ``with
         suppress(...)``): an exception raised before the fill skips it, and
         the function, the construction too, still completes."""
-        body = self.bodies.body(site.function)
+        return self._skippers_at(site.function, site.call.stmt_line)
+
+    def _skippers_at(self, f: FunctionInfo, stmt_line: int) -> list:
+        """Why an exception may skip the statement at ``stmt_line`` of ``f``
+        while ``f`` still completes (see :meth:`_skippers`)."""
+        body = self.bodies.body(f)
         if body is None:
             return []
         node, shift = body.node, body.shift
-        line = site.call.stmt_line - shift
+        line = stmt_line - shift
         out = []
         n: Any
         for n in ast.walk(node):
@@ -332,7 +340,7 @@ class Hazards(ConstructionOrder):
                 if not n.body[0].lineno <= line <= (n.body[-1].end_lineno or n.body[-1].lineno):
                     continue
                 for item in n.items:
-                    why = self._may_suppress(site.function, item.context_expr)
+                    why = self._may_suppress(f, item.context_expr)
                     if why is not None:
                         out.append(
                             f"the fill sits in the `with` at line {n.lineno + shift}, {why}: "
@@ -778,28 +786,59 @@ class Hazards(ConstructionOrder):
             h.contents.append(c)
 
     def _skipping_subclasses(self, site) -> list:
-        """Subclasses of the filling class whose construction never runs the fill."""
+        """Subclasses of the filling class whose construction may not run the
+        fill: what their MRO resolves the fill's method to before the filling
+        class (an override, a mixin's method, a dataclass's generated
+        ``__init__``, a base outside the tree) does not call it on every path."""
         p = self.p
         f = site.function
         if not site.in_constructor or f.class_qualname is None:
             return []
+        cls = f.class_qualname
         out = []
-        for s in p.subclasses(f.class_qualname):
-            c = p.classes.get(s)
-            if c is None:
+        found: list = []  # (subclass, class whose method skips)
+        for s in sorted(p.subclasses(cls), key=lambda k: len(p.mro(k))):
+            mro = p.mro(s)
+            if s not in p.classes or cls not in mro:
                 continue
-            own = p.functions.get(c.methods.get(f.name, ""))
-            if own is not None:
-                if not super_calls(own, f.name):
-                    out.append(
-                        (
-                            s,
-                            f"`{own.qualname}` overrides `{f.qualname}` without calling it, so a `{c.name}` never runs the fill",
-                        )
+            short = s.rsplit(".", 1)[-1]
+            for k in mro[: mro.index(cls)]:
+                c = p.classes.get(k)
+                if c is None:
+                    if k in _PLAIN_BASES:
+                        continue
+                    why = (
+                        f"`{k}`, a base of `{s}` outside the analysed files, comes before `{cls}` in its MRO and may "
+                        f"define `{f.name}` without calling `{f.qualname}`, so a `{short}` may never run the fill"
                     )
-            elif f.name == "__init__" and _own_dataclass(p, c) and "__init__" not in c.methods:
-                out.append((s, f"the dataclass `{s}` generates an `__init__` that does not call `{f.qualname}`"))
-        return out
+                else:
+                    own = p.functions.get(c.methods.get(f.name, ""))
+                    if own is not None:
+                        if not super_calls(own, f.name):
+                            if p.is_subclass(k, cls):
+                                why = f"`{own.qualname}` overrides `{f.qualname}` without calling it, so a `{short}` never runs the fill"
+                            else:
+                                why = (
+                                    f"`{own.qualname}` comes before `{f.qualname}` in the MRO of `{s}` and does not call "
+                                    f"it, so a `{short}` never runs the fill"
+                                )
+                        elif not self.unconditional_super(own, f.name):
+                            line = min(super_calls(own, f.name))
+                            why = (
+                                f"`{own.qualname}` calls `super().{f.name}(...)` (line {line}) only on some paths (under a "
+                                f"condition, or in a `try` whose `except` goes on), so a `{short}` may never run the fill"
+                            )
+                        else:
+                            continue
+                    elif f.name == "__init__" and _own_dataclass(p, c):
+                        why = f"the dataclass `{k}` generates an `__init__` that does not call `{f.qualname}`"
+                    else:
+                        continue
+                if not any(k == k2 and p.is_subclass(s, s2) for s2, k2 in found):
+                    found.append((s, k))
+                    out.append((s, why))
+                break
+        return out + self._bypasses(site)
 
     def _replacements(self, site) -> list:
         """``dataclasses.replace(x, ...)`` of an object that may be the anchor:

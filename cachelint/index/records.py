@@ -169,6 +169,7 @@ class ClassInfo:
     class_attrs: dict  # class-level assigned names -> value
     methods: dict  # name -> function qualname
     parent_function: str | None
+    metaclass: Expr | None = None  # the `metaclass=` keyword of the class statement
 
 
 @dataclass

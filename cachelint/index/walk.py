@@ -206,6 +206,7 @@ class _Indexer:
             class_attrs={},
             methods={},
             parent_function=parent_fn,
+            metaclass=next((conv(k.value) for k in node.keywords if k.arg == "metaclass"), None),
         )
         fi.classes.append(ci)
         outer_scope, LAMBDAS.scope = LAMBDAS.scope, qn
