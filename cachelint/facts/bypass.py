@@ -261,6 +261,86 @@ class Bypasses:
                 )
         return out
 
+    # ----- the object handed out before the fill ---------------------------------------
+    def _escapes(self, site) -> list:
+        """Reasons the object may be held elsewhere while its fill has not run:
+        the constructor (or a subclass's, before its ``super()`` call) hands
+        ``self`` to a call or stores it somewhere before the fill, and what
+        runs from there to the fill may raise; whoever caught the exception
+        still holds the object."""
+        f = site.function
+        if not site.in_constructor or f.class_qualname is None or f.self_name is None:
+            return []
+        fill = site.call
+        places = [(f, fill.line)]
+        for s in self.p.subclasses(f.class_qualname):
+            c = self.p.classes.get(s)
+            own = self.p.functions.get(c.methods.get(f.name, "")) if c is not None else None
+            if own is not None and own.self_name is not None and super_calls(own, f.name):
+                places.append((own, min(super_calls(own, f.name))))
+        for g, before in places:
+            esc = self._first_escape(g, before)
+            if esc is None:
+                continue
+            line, text = esc
+            later = [c for c in f.calls if (g is not f or c.line > line) and c.line <= fill.line]
+            if fill not in later:
+                later.append(fill)
+            why = self._may_raise(f, later)
+            if why is None:
+                continue
+            return [
+                f"`{g.qualname}` hands the object out before the fill (line {line}: `{text}`), and the construction "
+                f"may raise before `{site.attr}` is assigned (line {fill.line}; {why}): code that catches the "
+                "exception holds an object the fill never ran for"
+            ]
+        return []
+
+    def _first_escape(self, g: FunctionInfo, before: int) -> tuple | None:
+        """(line, text) of the first statement of ``g`` before line ``before``
+        that hands ``self`` (or a bound method of it) to a call or stores it
+        outside the object."""
+        p = self.p
+        me = ("name", g.self_name)
+        supers = set(super_calls(g, g.name))
+        hits: list = []
+
+        def mine(a) -> bool:
+            return a == me or (
+                a[0] == "attr" and a[1] == me and p.lookup_method(g.class_qualname or "", a[2]) is not None
+            )
+
+        for c in g.calls:
+            if c.line >= before or c.line in supers:
+                continue
+            if not any(mine(a) for a in (*c.args, *(v for _k, v in c.kwargs))):
+                continue
+            callee = p.call_callee(g, c)
+            if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                qn = callee[0].qualname
+                if qn in _KEEP_NOTHING or qn in ("builtins.object.__setattr__", "object.__setattr__"):
+                    continue
+            if c.func == ("attr", ("name", "object"), "__setattr__"):
+                continue
+            hits.append((c.line, f"{render(c.func)}(...)"))
+        for a in g.assigns:
+            if a.line >= before or a.value != me or a.target[0] not in ("attr", "sub"):
+                continue
+            if a.target[0] == "attr" and a.target[1] == me:
+                continue
+            hits.append((a.line, f"{render(a.target)} = {g.self_name}"))
+        return min(hits) if hits else None
+
+    def _may_raise(self, f: FunctionInfo, calls: list) -> str | None:
+        t = self._totality
+        for c in calls:
+            if t is None:
+                return f"`{render(c.func)}(...)` may raise"
+            why = t._call(f, c, 0)  # type: ignore[attr-defined]
+            if why is not None:
+                return why
+        return None
+
     # ----- subclass constructors ---------------------------------------------------------
     def unconditional_super(self, own: FunctionInfo, name: str) -> bool:
         """``own`` calls ``super().<name>(...)`` on every path: not under a

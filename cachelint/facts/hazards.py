@@ -86,6 +86,7 @@ from .cost import CostModel
 from .guardstate import GuardState
 from .results import ResultKinds
 from .state import ProcessState
+from .totality import Totality
 
 # calls that return a new container each time: what they build is the caller's own
 FRESH_BUILDERS = frozenset(
@@ -149,6 +150,8 @@ class SiteHazards:
     # does not follow: (role, path from the anchor or None, text, what it is, where it came from)
     shared_args: list = field(default_factory=list)
     placement: list = field(default_factory=list)  # reasons about where the fill statement sits
+    # the object handed out before a fill that may raise: whoever holds it may read it unfilled
+    escapes: list = field(default_factory=list)
     guard_state: list = field(default_factory=list)  # reasons the guard's state outside the object may change
 
 
@@ -171,6 +174,7 @@ class Hazards(ConstructionOrder, Bypasses):
         self.results = ResultKinds(program, self.writes)
         self._memo: dict = {}
         self._reach: dict = {}
+        self._totality = Totality(program, self.bodies, cost.catalog) if cost is not None else None
 
     def of(self, site) -> SiteHazards:
         key = id(site)
@@ -271,6 +275,7 @@ class Hazards(ConstructionOrder, Bypasses):
         elif site.call.in_loop:
             h.placement.append("the fill sits in a loop body, which may run no iteration")
         h.placement += self._skippers(site)
+        h.escapes = self._escapes(site)
         f = site.function
         if site.in_constructor and f.name == "__post_init__" and f.class_qualname is not None:
             if not any(self.p.is_dataclass(qn) for qn in self.p.mro(f.class_qualname)):

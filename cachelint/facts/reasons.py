@@ -178,6 +178,7 @@ class UseReasons:
         for cls, text in hz.skips_fill:
             if xt is not None and (p.is_subclass(cls, xt) or p.is_subclass(xt, cls)):
                 out.append(text)
+        out += hz.escapes
         anchor_short = (site.anchor_type or "").rsplit(".", 1)[-1]
         for rg, rc, sure in hz.shared_holder[:MAX_SHOWN]:
             holder = at_use(tuple(site.target[1:-1]))

@@ -110,9 +110,29 @@ class CachedValueRecomputed(Rule):
        manager may swallow an exception (`suppress(...)`, a class whose
        `__exit__` may return true, a `@contextmanager` whose `yield` sits in
        a `try` that catches, or one cachelint cannot see into);
-       every subclass's constructor calls it; and no call the constructor
+       every subclass's constructor calls it: what the subclass's MRO
+       resolves the method to before the filling class (an override, a
+       mixin's method, a dataclass's generated `__init__`, a base outside
+       the tree) calls ``super()`` on every path, not under a condition or in
+       a `try` whose `except` goes on; and no call the constructor
        makes before the fill reaches the reading function, or hands the
        object (``self``, a bound method) to code cachelint cannot resolve.
+       Every object of the class is built by calling it: no
+       ``X.__new__(X)`` or ``object.__new__(X)`` outside a ``__new__``
+       makes one (of the class, a subclass, ``cls`` in a classmethod of a
+       related class, or of a class cachelint cannot tell), no metaclass in
+       the family defines ``__call__`` (or is one cachelint cannot see
+       into), no class of the family defines ``__getstate__``,
+       ``__setstate__``, ``__reduce__``, ``__reduce_ex__``, ``__copy__`` or
+       ``__deepcopy__`` (a copy or an unpickled object gets their state, not
+       the fill's), and nothing assigns (or ``setattr``s) ``__init__``,
+       ``__post_init__`` or ``__new__`` of a related class (``cls`` in a
+       classmethod or ``__init_subclass__`` too). When the constructor (or
+       a subclass's, before its ``super()`` call) hands the object out
+       before the fill (passes ``self`` to any call, stores it in a global
+       or another object), nothing from there to the fill may raise
+       (proven as a hoist's calls are): whoever catches the exception holds
+       an object the fill never ran for.
        Calls made implicitly count: formatting ``self`` (an f-string,
        ``str``, ``repr``, ``format``, ``%``, ``print``) runs
        ``__format__``/``__str__``/``__repr__``, a read of a property
