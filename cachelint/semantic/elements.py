@@ -336,7 +336,7 @@ class Elements:
                 parts.append(self.expr_classes(a.value, ctx, depth + 1))
             elif a.kind not in ("for", "unpack"):
                 return ()
-        if any(a.kind in ("for", "unpack") for a in local):
+        if name in ctx.f.iterated:  # a `for`, or a comprehension whose variable shadows the local
             sources = ctx.f.iterated.get(name)
             if not sources or UNKNOWN in sources:
                 return ()

@@ -410,6 +410,14 @@ class Program(Hierarchy, Types, Elements, Containers, CustomOps, Calls):
 
     def _canon_name_uncached(self, name: str, ctx: FunctionContext, depth: int) -> Value | None:
         f = ctx.f
+        if name in f.iterated:
+            # bound by iteration: a `for` rebinds it on each pass; a
+            # comprehension (or generator expression) binds its own variable,
+            # which inside it shadows the parameter, local, enclosing or
+            # module name of that spelling. The index does not say whether a
+            # use sits inside the comprehension, so the name has no one value
+            # anywhere in the function
+            return None
         if name in f.global_names:
             return self._module_name(name, ctx)
         local = ctx.locals.get(name)
