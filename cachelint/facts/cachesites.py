@@ -390,6 +390,7 @@ class CacheAnalysis(UseReasons):
             # nothing but the same pure call runs between the fill and this read
             reasons += self._result_reasons(hz, g, c, replacement)
             reasons += hz.placement
+            reasons += self._access_reasons(site, hz, xt, None)
         else:
             if not site.in_constructor:
                 reasons.append(

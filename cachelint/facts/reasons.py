@@ -18,7 +18,6 @@ from ..index.expr import guard_extends, render
 from ..index.records import CallSite, FunctionInfo
 from ..semantic.access import spell, spell_atom
 from ..semantic.guards import Atom
-from ..semantic.idioms import is_property
 from ..semantic.program import CONSTRUCTORS, Program, Value
 from ..semantic.values import GlobalRoot, ParamRoot, SelfRoot
 from .construction import call_text, hands_self
@@ -206,12 +205,7 @@ class UseReasons:
                 f"the holder `{at_use(path)}` is bound to {origin}: each `{anchor_short}` built around it stores "
                 f"its own `{site.attr}` into that one object, overwriting the value of the others"
             )
-        for path, m in hz.properties:
-            what = "a property" if is_property(m) else "a method"
-            out.append(
-                f"`{at_use(path)}` is {what} (`{m.qualname}`), computed on each read from inputs cachelint does not "
-                "follow: a change to them after construction changes the call, not the attribute"
-            )
+        out += self._access_reasons(site, hz, xt, at_use)
         out += hz.guard_state
         out += self._result_reasons(hz, g, c, replacement)
         out += hz.placement
@@ -242,6 +236,39 @@ class UseReasons:
             )
         if len(dynamic) > MAX_SHOWN:
             out.append(f"and {len(dynamic) - MAX_SHOWN} more writers with names computed at run time")
+        return out
+
+    def _access_reasons(self, site: CacheSite, hz, xt, at_use) -> list:
+        """Properties, descriptors and ``__getattribute__``-like methods that
+        run when the read (or the fill's store) runs, on a class the reader's
+        object (typed ``xt``) may have: its own, a base or a subclass. Without
+        ``at_use`` (a read right after the fill), only those of the cached
+        attribute and the hooks: the fill's arguments are read twice in a row."""
+        p = self.program
+        out: list[str] = []
+
+        def related(cls: str) -> bool:
+            return xt is None or p.is_subclass(xt, cls) or p.is_subclass(cls, xt)
+
+        for path, role, cls, what in hz.properties:
+            if not related(cls) or (at_use is None and role != "attribute"):
+                continue
+            if role == "attribute":
+                may = "may be" if not what.startswith(("is ", "may ")) else ""
+                verb = f"{may} " if may else ""
+                out.append(
+                    f"`{site.owner}` {verb}{what}: storing it and reading it run that code, so the read need not "
+                    "give what the fill's call returned"
+                )
+                continue
+            verb = "" if what.startswith(("is ", "may ")) else ("may be " if "subclass" in what else "is ")
+            out.append(
+                f"`{at_use(path)}` {verb}{what}, computed on each read from inputs cachelint does not "
+                "follow: a change to them after construction changes the call, not the attribute"
+            )
+        for cls, text in hz.access_hooks:
+            if related(cls):
+                out.append(text)
         return out
 
     def _right_after_fill(self, site: CacheSite, hz, g: FunctionInfo, c: CallSite, x) -> bool:
