@@ -58,7 +58,10 @@ class CachedValueRecomputed(Rule):
     assignment ``<obj>.<attr> = <call>(...)``; a later call with the same
     callee on the same argument objects (after following aliases such as
     ``self.model_config = vllm_config.model_config`` and
-    ``self.registry = REGISTRY``) recomputes it. Only callees
+    ``self.registry = REGISTRY``) recomputes it. A name a comprehension,
+    generator expression or lambda binds is its own variable, not the
+    parameter or local it shadows: in a function where a comprehension
+    rebinds the name, no call on it matches a fill. Only callees
     that are expensive on each call are considered, decided as for CL002: an
     entry of the expensive-call catalog (unless the callee's body in the tree
     shows it cheap, e.g. a ``config-derivation`` helper that became a plain
@@ -166,7 +169,15 @@ class CachedValueRecomputed(Rule):
        arguments (the attributes on their path, and any attribute of an
        argument object of a mutable class of the tree; the object the callee
        is a method of is an argument too), or the state the fill's guard
-       reads; none of these is a property. The guard's state outside the
+       reads; and reading or storing none of them runs code: none is a
+       property, or a descriptor (a class attribute whose class defines
+       `__get__`, `__set__` or `__delete__`, or made by a call cachelint
+       cannot resolve) on the holder's class, a base or any subclass (the
+       reader's object may be one), and none of these classes defines
+       `__getattribute__`, `__setattr__` or `__delattr__`, or a
+       `__getattr__` for an attribute the object does not hold itself. An
+       assignment to `__class__` of an object that may be the holder
+       changes all of them. The guard's state outside the
        object counts too: a module variable or class attribute that code of
        the tree rebinds or changes (`global X` in any function, `mod.X = v`
        from another module), and the environment (`os.environ`, `os.getenv`,
