@@ -449,9 +449,9 @@ class Hazards(ConstructionOrder, Bypasses):
                     out.append((dep.path, dep.role, qn, what))
                     continue
                 if name in c.class_attrs:
-                    what = self._descriptor(c, name)
-                    if what is not None:
-                        out.append((dep.path, dep.role, qn, what + in_sub))
+                    desc = self._descriptor(c, name)
+                    if desc is not None:
+                        out.append((dep.path, dep.role, qn, desc + in_sub))
         return out
 
     def _descriptor(self, c, name: str) -> str | None:
