@@ -159,6 +159,8 @@ class Condition:
             return f"only in `case {t}:` ({at})"
         if k == "lambda":
             return f"only when the lambda at {at} is called"
+        if k == "compare":
+            return f"only when `{t}` is true (a chained comparison stops at the first false one, {at})"
         return f"only under `{t}` ({at})"
 
 
@@ -175,6 +177,10 @@ class HoistPoint:
     line: int
     uncovered: tuple[Condition, ...]
     exit_line: int | None  # a statement between the point and the use that covers it leaves the block
+    # the use that runs on every path from the point (None: none does), and the
+    # index in ``block`` of its statement
+    cover: ast.AST | None = None
+    cover_index: int | None = None
 
 
 class Body:
@@ -340,6 +346,10 @@ class Body:
                 op = "and" if isinstance(parent.op, ast.And) else "or"
                 left = f" {op} ".join(_text(v) for v in parent.values[:idx])
                 out.append(Condition(op, left, self.line_of(child)))
+            elif isinstance(parent, ast.Compare) and fname == "comparators" and idx:
+                # `a < b < c`: `c` is evaluated only when `a < b` holds
+                left = _text(ast.Compare(parent.left, parent.ops[:idx], parent.comparators[:idx]))
+                out.append(Condition("compare", left, self.line_of(child)))
             elif isinstance(parent, ast.IfExp):
                 if fname == "body":
                     out.append(Condition("ternary", _text(parent.test), line))
@@ -429,7 +439,7 @@ class Body:
             if leaving is not None:
                 exit_line = exit_line or leaving
                 continue
-            return HoistPoint(block, index, self.line_of(start), (), None)
+            return HoistPoint(block, index, self.line_of(start), (), None, u, j)
         return HoistPoint(block, index, self.line_of(start), first_conditions or (), exit_line)
 
     def _header(self, node: ast.AST, stmt: ast.stmt) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from ...facts.bodies import HoistPoint
+from ...facts.bodies import HoistPoint, walk_code
 from ...facts.catalog import pure_builtin
 from ...facts.repeats import store_positions
 from ...facts.state import is_mutator, related, show
@@ -37,6 +37,8 @@ _RECEIVES_ONLY = frozenset({"builtins.print"})
 _COLLECTIONS = _IMMUTABLE | frozenset(
     {"list", "List", "dict", "Dict", "set", "Set", "Sequence", "Mapping", "MutableSequence", "MutableMapping"}
 )
+# builtins that consume a generator given them at once
+_CONSUMES = frozenset({"sum", "any", "all", "min", "max", "sorted", "list", "tuple", "set", "frozenset", "dict"})
 # builtins that only look at their argument, never iterate it: `len(it)`,
 # `isinstance(it, list)` leave an iterator as it was
 _LOOKS_ONLY = frozenset({"isinstance", "type", "id", "len", "hasattr", "getattr", "callable", "range"})
@@ -426,6 +428,12 @@ class LocalHoists(InitHoists):
                     f"no use runs on every path from line {hp.line}, where the local would be computed ({why}): "
                     "the call would run where it did not"
                 )
+            lazy = self._lazy_use(nodes, body)
+            if lazy is not None:
+                reasons.append(lazy)
+            early = None if s.cost.total else self._effect_before_cover(s, nodes, body, hp)
+            if early is not None:
+                reasons.append(early)
             moved = self._moved_out(s, nodes[0], body, hp)
             if moved is not None:
                 reasons.append(moved)
@@ -1190,6 +1198,94 @@ class LocalHoists(InitHoists):
                         f"in `{_first_line(start)}` and may raise: the call, now run first, may raise instead"
                     )
         return None
+
+    @staticmethod
+    def _lazy_use(nodes: list, body) -> str | None:
+        """A use inside a generator expression (its element, a condition, an
+        iterable past the first) runs when the generator is consumed, not where
+        it is written: what changes in between is not seen. Unless a builtin
+        consumes it at once (``sum(... for ...)``, ``any``, ``list``,
+        ``", ".join``...). The message clause, or None."""
+        for u in nodes:
+            for parent, field, index, child in body.steps(u):
+                if not isinstance(parent, ast.GeneratorExp):
+                    continue
+                if field == "generators" and index == 0:
+                    first = parent.generators[0]
+                    if any(x is u for x in ast.walk(first.iter)):
+                        continue  # the first iterable is evaluated where the generator is made
+                up = body.steps(parent)
+                holder = up[-1][0] if up else None
+                if (
+                    isinstance(holder, ast.Call)
+                    and up[-1][1] == "args"
+                    and (
+                        (isinstance(holder.func, ast.Name) and holder.func.id in _CONSUMES)
+                        or (isinstance(holder.func, ast.Attribute) and holder.func.attr == "join")
+                    )
+                ):
+                    continue
+                return (
+                    f"the use at line {body.line_of(u)} is inside the generator expression at line "
+                    f"{body.line_of(parent)}, which runs when it is consumed, not where it is written: "
+                    "what changes before then is not seen"
+                )
+        return None
+
+    def _effect_before_cover(self, s: Site, nodes: list, body, hp) -> str | None:
+        """When the first use runs only under a condition and a later use is the
+        one that runs on every path, the call (which may raise: not catalogued
+        ``total``) now runs before everything between: what of it is
+        observable (a call not proven pure, a store to anything but a local, a
+        suspension) would no longer happen when the call raises. The first such
+        thing, as a message clause, or None."""
+        cover, j = hp.cover, hp.cover_index
+        if cover is None or j is None or cover is nodes[0]:
+            return None
+        f = s.function
+        ctx = self.p.context(f)
+        declared = {x for n in walk_code(body.node) if isinstance(n, (ast.Global, ast.Nonlocal)) for x in n.names}
+        skip = {id(x) for u in nodes for x in ast.walk(u)}
+        first_when = "; and ".join(
+            x.describe() for x in body.conditions(nodes[0], below=hp.block[hp.index], loops=True)
+        )
+
+        def said(n: ast.AST, what: str) -> str:
+            return (
+                f"`{_first_line(n)}` (line {body.line_of(n)}) {what} before line {body.line_of(cover)}, the first "
+                f"use that runs on every path, and the first use (line {body.line_of(nodes[0])}) runs "
+                f"{first_when or 'only on some paths'}: the call, computed before line {hp.line}, may raise "
+                "where it did not, before that is done"
+            )
+
+        for stmt in hp.block[hp.index : j + 1]:
+            for n in [stmt, *walk_code(ast.Module(body=[stmt], type_ignores=[]))]:
+                if id(n) in skip:
+                    continue
+                if isinstance(n, ast.Call):
+                    if self._pure_call(n, ctx):
+                        continue
+                    return said(n, "runs a call cachelint does not prove pure")
+                if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    return said(n, "changes state")
+                if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and n.id in declared:
+                    return said(n, f"rebinds `{n.id}` outside the function")
+                kw = _SUSPENDS.get(type(n))
+                if kw is not None:
+                    return said(n, f"suspends the function (`{kw}`)")
+                if isinstance(n, (ast.With, ast.AsyncWith, ast.AsyncFor)):
+                    return said(n, "runs a context manager or an async iterator")
+        return None
+
+    def _pure_call(self, n: ast.Call, ctx) -> bool:
+        """The call ``n`` is proven pure (a pure builtin, the catalog, a pure body of the tree)."""
+        p = self.p
+        callee = p.canon(conv(n.func), ctx)
+        if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+            if pure_builtin(callee[0].qualname):
+                return True
+        h = p.callee_function(callee) if callee is not None else None
+        return bool(self.a.cost.purity(p.callee_names(callee, ast.unparse(n.func)), h).pure)
 
     # one object for every use --------------------------------------------------------------
     def _immutable_value(self, s: Site) -> bool:
