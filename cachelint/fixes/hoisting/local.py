@@ -277,6 +277,51 @@ def _opaque_point(body, lo: int, hi: int, loops: list) -> str | None:
     return None
 
 
+def _window_end(body, use) -> int:
+    """The last file line of what runs with the use ``use`` (a call record):
+    the end of its statement (of a compound statement's header), as parts
+    of it on later lines may run before it."""
+    end = use.end_line
+    node = body.find(use.line, use.column, use.end_line, use.end_column) if body is not None else None
+    stmt = body.statement_of(node) if node is not None else None
+    if stmt is None:
+        return end
+    if any(isinstance(getattr(stmt, k, None), list) for k in ("body", "orelse", "cases")):
+        parts = [getattr(stmt, k, None) for k in ("test", "iter", "target", "subject")]
+        parts += list(getattr(stmt, "items", ()))
+        ends = [x.end_lineno for x in parts if isinstance(x, ast.AST) and getattr(x, "end_lineno", None)]
+        ends += [x.context_expr.end_lineno for x in parts if isinstance(x, ast.withitem)]
+        return max([end, *(e + body.shift for e in ends if e is not None)])
+    return max(end, (stmt.end_lineno or stmt.lineno) + body.shift)
+
+
+def _bound_by(n: ast.AST) -> set[str]:
+    """The names node ``n`` itself binds."""
+    if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+        return {n.id}
+    if isinstance(n, ast.alias):
+        return {(n.asname or n.name).split(".")[0]} if n.name != "*" else set()
+    if isinstance(n, ast.ExceptHandler) and n.name:
+        return {n.name}
+    names = [getattr(n, k, None) for k in ("name", "rest")] if type(n).__name__.startswith("Match") else []
+    return {x for x in names if isinstance(x, str)}
+
+
+def _names_of(node: ast.AST) -> set[str]:
+    """Every name read or bound anywhere in ``node``, nested scopes included."""
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            out |= set(n.names)
+        else:
+            out |= _bound_by(n)
+    return out
+
+
 # builtins whose result is an immutable value (a local bound to one is sealed)
 _IMMUTABLE_RESULTS = frozenset({"int", "float", "bool", "str", "bytes", "complex", "len", "repr", "hash", "abs"})
 
@@ -505,10 +550,12 @@ class LocalHoists(InitHoists):
         if not inputs:
             return None
         again = self._recursive_call_between(f, occ, hp, loops)
+        end = _window_end(body, last)
         for e in self.a.state.effects(f):
-            # from the hoisted statement to the last use's line: an assignment
-            # on a use's own line (`self.n = f(self.n)`) happens after the use
-            between = hp.line <= e.line <= last.end_line
+            # from the hoisted statement to the end of the last use's statement
+            # (evaluation order is not line order: `b = (f(x) if x.append(7)
+            # is None else 0)` runs the test, on a later line, first)
+            between = hp.line <= e.line <= end
             looped = any(a <= e.line <= b for a, b in loops)
             if not between and not looped and again is None:
                 continue
@@ -872,10 +919,11 @@ class LocalHoists(InitHoists):
         uses = {(x.call.line, x.call.column) for x in occ}
         unsealed = [shown for iv, shown in inputs if not self._sealed(iv)]
         first_unresolved = None
+        end = _window_end(body, last)
         for c in f.calls:
             if (c.line, c.column) in uses or c.in_handler:
                 continue
-            between = hp.line <= c.line <= last.end_line
+            between = hp.line <= c.line <= end
             if not between and not any(a <= c.line <= b for a, b in loops):
                 continue
             if any(
@@ -923,7 +971,7 @@ class LocalHoists(InitHoists):
                     )
                     break
         if unsealed and not reasons and body is not None:
-            opaque = _opaque_point(body, hp.line, last.end_line, loops)
+            opaque = _opaque_point(body, hp.line, end, loops)
             if opaque is not None:
                 reasons.append(f"{opaque}: code that runs there may change `{unsealed[0]}` between the uses")
 
@@ -1207,7 +1255,7 @@ class LocalHoists(InitHoists):
         consumes it at once (``sum(... for ...)``, ``any``, ``list``,
         ``", ".join``...). The message clause, or None."""
         for u in nodes:
-            for parent, field, index, child in body.steps(u):
+            for parent, field, index, _child in body.steps(u):
                 if not isinstance(parent, ast.GeneratorExp):
                     continue
                 if field == "generators" and index == 0:
@@ -1463,6 +1511,35 @@ class LocalHoists(InitHoists):
             out.extend((p.attr_value((GlobalRoot(k),), a), f"{short}.{a}") for a in sorted(attrs))
         return out
 
+    def _module_bindings(self, path: str) -> set[str]:
+        """Every name the module at ``path`` binds at its top level, by any
+        form (``for``/``with``/``except`` targets, imports, walrus, ``match``
+        captures, ``global`` statements in its functions)."""
+        cache = self.__dict__.setdefault("_module_names", {})
+        hit = cache.get(path)
+        if hit is not None:
+            return hit
+        out: set[str] = set()
+        lines = self.a.bodies.lines(path)
+        try:
+            tree = ast.parse("".join(x if x.endswith("\n") else x + "\n" for x in lines or ()))
+        except (SyntaxError, ValueError):
+            tree = None
+        if tree is not None:
+            stack: list[ast.AST] = list(tree.body)
+            while stack:
+                n = stack.pop()
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    out.add(n.name)
+                    out |= {x for g in ast.walk(n) if isinstance(g, ast.Global) for x in g.names}
+                    continue
+                if isinstance(n, ast.Lambda):
+                    continue
+                out |= _bound_by(n)
+                stack.extend(ast.iter_child_nodes(n))
+        cache[path] = out
+        return out
+
     def _fresh_local(self, f: FunctionInfo, base: str) -> str:
         p = self.p
         ctx = p.context(f)
@@ -1474,6 +1551,12 @@ class LocalHoists(InitHoists):
         while c is not None:
             taken |= set(c.locals) | set(c.params)
             c = c.parent
+        body = self.a.bodies.body(f)
+        if body is not None:
+            # every name the function and its nested scopes read or bind (a
+            # global it reads, a name a star import may define)
+            taken |= _names_of(body.node)
+        taken |= self._module_bindings(f.path)
         name, i = base, 2
         while name in taken or not name.isidentifier():
             name, i = f"{base}_{i}", i + 1
