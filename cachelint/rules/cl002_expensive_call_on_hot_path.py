@@ -217,6 +217,10 @@ class ExpensiveCallOnHotPath(Rule):
       that is not pure, and a function that reads its own local variables
       (``locals()``, ``vars()``, ``eval``, ``exec``), which would see the new
       local.
+      When a later use, not the first, is the one on every path, what
+      lies before it must have no observable effect (unless the callee is
+      ``total``): the call would now raise first. A use in a generator expression not consumed at once is
+      unsafe: it runs when the generator is consumed.
     - A hoist to a local is unsafe when the callee iterates an argument that
       nothing shows to be a collection (a parameter without a collection
       annotation): an iterator would be used up by the first use.

@@ -157,6 +157,19 @@ class RepeatedCall(Rule):
     argument of unknown type: one of the tree that changes something), and
     when the function reads its own local variables (``locals()``,
     ``vars()``, ``dir()``, ``eval``, ``exec``): they would see the new local.
+    When the first use runs only under a condition (an
+    ``if``, ``and``/``or``, a chained comparison's short circuit) and a
+    later use is the one on every path, the call, unless ``total``, would
+    now raise before what lies between: a call not proven pure, a store to
+    anything but a local, an ``await`` or ``yield`` there makes the fix
+    unsafe. A use in a generator expression runs when the generator is
+    consumed (unless a builtin such as ``sum`` or ``list`` consumes it at
+    once): unsafe. The window of changes runs to the end of the last use's
+    statement (a conditional's test, an assignment's value may sit on a
+    later line and run first), and the ``__iter__``/``__next__`` of a
+    class of the tree a loop iterates count as changes in the loop. The
+    local's name is one that neither the function (nested scopes
+    included) reads or binds nor the module binds.
     The unsafe reasons name the unproven thing.
 
     ## Fix availability

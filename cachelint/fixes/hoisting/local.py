@@ -596,7 +596,7 @@ class LocalHoists(InitHoists):
                             f"which changes `{show(w)}`, and the call reads `{shown}`: one value for all of the "
                             "uses would be stale"
                         )
-        return None
+        return self._iterator_change(f, nodes, body, hp)
 
     def _argument_dunder(self, s: Site) -> str | None:
         """A method Python calls implicitly on an argument of the call
@@ -809,6 +809,51 @@ class LocalHoists(InitHoists):
                 return []
         if self.a.cost.purity(p.callee_names(callee, dotted(a)), None).pure:
             return []
+        return None
+
+    def _iterator_change(self, f: FunctionInfo, nodes: list, body, hp) -> str | None:
+        """A ``for`` loop repeating a use iterates an object of a class of the
+        tree: its ``__iter__`` and ``__next__`` run on every iteration,
+        implicitly, and may change what the object was given (``self.ids =
+        ids`` in its ``__init__``, then ``self.ids.append(k)`` in
+        ``__next__``) or module state. The message clause, or None."""
+        p = self.p
+        ctx = p.context(f)
+        for u in nodes[:1]:
+            inside = False
+            for parent, field, _index, _child in body.steps(u):
+                if getattr(parent, field, None) is hp.block:
+                    inside = True
+                if not (inside and isinstance(parent, (ast.For, ast.AsyncFor)) and field == "body"):
+                    continue
+                it = parent.iter
+                cls = None
+                if isinstance(it, ast.Call):
+                    callee = p.canon(conv(it.func), ctx)
+                    if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
+                        cls = callee[0].qualname if callee[0].qualname in p.classes else None
+                else:
+                    cls = p.type_of(self.a.state.value(f, conv(it)))
+                if cls is None or cls not in p.classes:
+                    continue
+                family = {*p.mro(cls), *p.subclasses(cls)}
+                given = {a.target[2] for _w, a in self._param_bound_attrs(family) if isinstance(a.target[2], str)}
+                for k in p.mro(cls):
+                    ci = p.classes.get(k)
+                    for dunder in ("__iter__", "__next__"):
+                        qn = ci.methods.get(dunder) if ci is not None else None
+                        g = p.functions.get(qn) if qn else None
+                        if g is None:
+                            continue
+                        for e in self.a.state.effects(g):
+                            root = e.value[0]
+                            if isinstance(root, SelfRoot) and not (len(e.value) > 1 and e.value[1] in given):
+                                continue  # the iterator's own state
+                            return (
+                                f"the loop at line {body.line_of(parent)} iterates `{_first_line(it)}`, whose "
+                                f"`{g.qualname.rsplit('.', 2)[-2]}.{dunder}` runs on every iteration and changes "
+                                f"`{show(e.value)}` (`{e.text}`, line {e.line}): it may change what the call reads"
+                            )
         return None
 
     def _stored_from(self, v: tuple) -> list[tuple]:
@@ -1294,6 +1339,8 @@ class LocalHoists(InitHoists):
         ctx = self.p.context(f)
         declared = {x for n in walk_code(body.node) if isinstance(n, (ast.Global, ast.Nonlocal)) for x in n.names}
         skip = {id(x) for u in nodes for x in ast.walk(u)}
+        # a call holding a use (`print(f(x))`) runs after it: it never ran where the use did not
+        skip |= {id(parent) for u in nodes for parent, _f, _i, _c in body.steps(u) if isinstance(parent, ast.Call)}
         first_when = "; and ".join(
             x.describe() for x in body.conditions(nodes[0], below=hp.block[hp.index], loops=True)
         )
