@@ -289,7 +289,7 @@ def _window_end(body, use) -> int:
     if any(isinstance(getattr(stmt, k, None), list) for k in ("body", "orelse", "cases")):
         parts = [getattr(stmt, k, None) for k in ("test", "iter", "target", "subject")]
         parts += list(getattr(stmt, "items", ()))
-        ends = [x.end_lineno for x in parts if isinstance(x, ast.AST) and getattr(x, "end_lineno", None)]
+        ends = [x.end_lineno for x in parts if isinstance(x, ast.expr)]
         ends += [x.context_expr.end_lineno for x in parts if isinstance(x, ast.withitem)]
         return max([end, *(e + body.shift for e in ends if e is not None)])
     return max(end, (stmt.end_lineno or stmt.lineno) + body.shift)
