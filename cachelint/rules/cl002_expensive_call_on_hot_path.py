@@ -158,9 +158,16 @@ class ExpensiveCallOnHotPath(Rule):
       ``total`` (never raises, like ``torch.cuda.is_available``); the call
       cannot raise, for the method may never run, or run inside its
       caller's ``try``: the catalog declares it ``total``, or its body in
-      the tree is (attribute reads, arithmetic without a division by a
-      non-constant, no subscript, ``raise``, ``assert``, unpacking,
-      ``with`` or import, and only calls that are total in turn);
+      the tree provably cannot raise nor loop whatever it is given
+      (annotations are not checked at run time, so they prove nothing):
+      only names bound on every path, constants, tuple and list displays,
+      ``if`` on ``is``/``is not`` tests and comparisons of constants,
+      ``return``, and calls of ``id``, ``callable``, catalog-``total``
+      entries and total functions of the tree; no loop, attribute read,
+      subscript, arithmetic, other comparison, truth test of a value,
+      formatting, ``str``/``len``/``bool``/``range``/``hasattr``... (they
+      run dunders or reject values), so most bodies are not total and the
+      reason names what may raise;
       ``__init__`` has no early return, does not itself reach the method
       (nor through what it runs implicitly: ``f"{self}"`` or ``print(self)``
       runs ``__str__``/``__repr__``, ``self.prop`` a getter, ``self == x``
