@@ -157,6 +157,8 @@ class Condition:
             return f"only in the handler `{t}` ({at})"
         if k == "case":
             return f"only in `case {t}:` ({at})"
+        if k == "assert":
+            return f"only when asserts run, in `assert {t}` ({at}; `python -O` strips it)"
         if k == "lambda":
             return f"only when the lambda at {at} is called"
         if k == "compare":
@@ -425,6 +427,9 @@ class Body:
         block = getattr(owner, fname)
         start = block[index]
         first_conditions = tuple(self.conditions(uses[0], below=start, loops=True))
+        asserted = self._assert_of(uses[0])
+        if asserted is not None:  # `python -O` strips it: the use may not run
+            first_conditions += (Condition("assert", _text(asserted.test), self.line_of(asserted)),)
         exit_line = None
         for u, path in zip(uses, paths):
             j = path[level][2]
@@ -433,7 +438,7 @@ class Body:
             stmt = block[j]
             if self.conditions(u, below=stmt, loops=True):
                 continue
-            if self._header(u, stmt) is False:
+            if self._header(u, stmt) is False or self._assert_of(u) is not None:
                 continue
             leaving = self.exits(block[index:j])
             if leaving is not None:
@@ -441,6 +446,14 @@ class Body:
                 continue
             return HoistPoint(block, index, self.line_of(start), (), None, u, j)
         return HoistPoint(block, index, self.line_of(start), first_conditions or (), exit_line)
+
+    def _assert_of(self, node: ast.AST) -> ast.Assert | None:
+        """The ``assert`` statement ``node`` is in, if any: under ``python -O``
+        it does not run, so a use there covers no path."""
+        for parent, _f, _i, _child in self.steps(node):
+            if isinstance(parent, ast.Assert):
+                return parent
+        return None
 
     def _header(self, node: ast.AST, stmt: ast.stmt) -> bool:
         """``node`` is evaluated whenever ``stmt`` starts: in a simple
