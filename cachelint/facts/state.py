@@ -225,6 +225,11 @@ def _positions(scans, names) -> list:
     return out
 
 
+# the guard of a module's own top-level rebinding of its variable (not its
+# initialisation: the first binding)
+_REBIND = ((("rebind",), True),)
+
+
 def _fills_when_unset(guard, name: str) -> bool:
     """The guard holds only while global ``name`` is unset (``X is None``, ``not X``)."""
     for cond, positive in guard:
@@ -331,6 +336,11 @@ class ProcessState:
         if k == "call" and e[1] == ("name", "globals") and not e[2]:
             home_module = f.module if f is not None else module
             return None if home_module is None else (GlobalRoot(home_module),)
+        if k == "call" and e[1] == ("name", "type") and len(e[2]) == 1:
+            # `type(c).scale = 10`: the class of `c`, when its type is known
+            t = p.type_of(self.value(f, e[2][0], module) or ())
+            if t is not None and t in p.classes:
+                return (GlobalRoot(t),)
         if f is not None and f.class_qualname and f.self_name and _class_of_self(e, f.self_name):
             return (GlobalRoot(f.class_qualname),)  # `type(self)`, `self.__class__`: the class (or a subclass)
         if k == "attr":
@@ -365,6 +375,9 @@ class ProcessState:
         """What an assignment to ``target`` (or an in-place change of it) changes:
         None for a local name (a rebinding no one else sees)."""
         if target[0] == "name":
+            if f is None and module is not None:  # module-level code binds the module's variable
+                qn = self.p.resolve_name(module, target[1])
+                return None if qn is None else (GlobalRoot(qn),)
             if f is None or target[1] not in f.global_names:
                 return None
             qn = self.p.resolve_name(f.module, target[1])
@@ -443,8 +456,19 @@ class ProcessState:
                 out.setdefault(key, []).append((f, None, ("sub", c.func[1], ("?",)), c.line, False, c.guard))
             self._note_inside(f, c.func[1], c.line, c.in_loop, False)
         for fi in p.indexes:
+            first: dict = {}
             for a in fi.module_assigns:
-                if a.target[0] == "sub" and _namespace(a.target[1]):
+                if a.target[0] == "name" and a.kind not in ("def", "import", "del"):
+                    first.setdefault(a.target[1], a.line)
+                    first[a.target[1]] = min(first[a.target[1]], a.line)
+            for a in fi.module_assigns:
+                if a.target[0] == "name" and a.target[1] in first:
+                    # a top-level rebinding after the first binding (`SCALE = 2`,
+                    # `SCALE += 1`, `for SCALE in ...`): it changes the variable
+                    # for the functions the module defined and ran before
+                    if a.kind in ("augassign", "for") or a.line > first[a.target[1]]:
+                        out.setdefault(a.target[1], []).append((None, fi, a.target, a.line, True, _REBIND))
+                elif a.target[0] == "sub" and _namespace(a.target[1]):
                     out.setdefault(_literal(a.target[2]) or "*", []).append((None, fi, a.target, a.line, True, ()))
                 elif a.target[0] in ("attr", "sub"):
                     key = _key(a.target)
@@ -554,7 +578,7 @@ class ProcessState:
         for key in sorted(keys):
             for f, fi, target, line, rebinds, guard in index.get(key, ()):
                 module = fi.module if fi is not None else None
-                if f is None and module == home:
+                if f is None and module == home and guard is not _REBIND:
                     continue  # the defining module's own top level: initialisation
                 w = self.changed(f, target, module)
                 if w is None or not related(w, v):
@@ -690,10 +714,38 @@ class ProcessState:
                     for u in self.reads(getter, depth + 1)
                 ]
             return []
+        owner = qn.rpartition(".")[0] if len(v) == 1 else qn
+        if owner in p.functions and (len(v) > 1 or qn not in p.functions):
+            return [StateUse(v, shown, False, (fn.qualname,))]  # a function's attribute (`m13.offset`): state
+        mro = self._class_attribute_mro(qn)
+        if mro:
+            # `Sub.scale` reads the attribute where the MRO finds it: a write on
+            # any class from `Sub` up to its definer (`Base.scale = 10`,
+            # `cls.scale = v`) changes what the read sees
+            return [StateUse((GlobalRoot(k),) + tuple(v[1:]), shown, False, (fn.qualname,)) for k in mro]
         if p.is_module_level_variable(qn) or self._class_attribute(qn) or len(v) > 1:
             if len(v) > 1 and not (p.is_module_level_variable(qn) or self._class_attribute(qn)):
                 return []  # an attribute of an external name (torch.version.cuda)
             return [StateUse(v, shown, False, (fn.qualname,))]
+        return []
+
+    def _class_attribute_mro(self, qn: str) -> list[str]:
+        """For ``Owner.name`` with ``Owner`` a class of the tree whose MRO
+        defines ``name`` as a class attribute: ``Owner.name`` and the same
+        attribute of each class of the MRO up to the definer; else empty."""
+        owner, _, name = qn.rpartition(".")
+        if owner not in self.p.classes:
+            return []
+        out = []
+        for k in self.p.mro(owner):
+            ci = self.p.classes.get(k)
+            if ci is None:
+                return []
+            if name in ci.methods:
+                return []
+            out.append(f"{k}.{name}")
+            if name in ci.class_attrs or name in ci.fields:
+                return out if len(out) > 1 else []  # defined on the owner itself: as before
         return []
 
     def _class_attribute(self, qn: str) -> bool:
