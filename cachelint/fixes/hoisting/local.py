@@ -48,6 +48,53 @@ _ADVANCES = frozenset({"send", "throw", "close", "__next__", "__iter__"})
 _PROTOCOL = ("__iter__", "__len__", "__contains__", "__getitem__", "__bool__")
 
 
+# the dunders a builtin (or the syntax) runs on its argument: code of the
+# tree, when the argument is an object of a class of the tree
+_IMPLICIT_BUILTINS = {
+    "len": ("__len__",),
+    "bool": ("__bool__", "__len__"),
+    "str": ("__str__", "__repr__"),
+    "repr": ("__repr__",),
+    "format": ("__format__", "__str__", "__repr__"),
+    "print": ("__str__", "__repr__"),
+    "hash": ("__hash__",),
+    "iter": ("__iter__",),
+    "next": ("__next__",),
+    "list": ("__iter__", "__len__"),
+    "tuple": ("__iter__", "__len__"),
+    "sorted": ("__iter__", "__lt__"),
+}
+_COMPARE_DUNDERS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__")
+
+
+def _implicit_uses(n: ast.AST, parent: ast.AST | None, field: str | None) -> list[tuple[ast.AST, tuple, str]]:
+    """The objects node ``n`` runs code of implicitly, with the dunders (or
+    ``("property:<name>",)``/``("setter:<name>",)``) and how the source says it."""
+    out: list = []
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _IMPLICIT_BUILTINS and n.args:
+        for a in n.args if n.func.id == "print" else n.args[:1]:
+            out.append((a, _IMPLICIT_BUILTINS[n.func.id], f"`{n.func.id}({render(conv(a))})`"))
+    elif isinstance(n, ast.FormattedValue):
+        out.append((n.value, ("__format__", "__str__", "__repr__"), f"`f\"{{{render(conv(n.value))}}}\"`"))
+    elif isinstance(n, ast.Compare):
+        for a in [n.left, *n.comparators]:
+            out.append((a, _COMPARE_DUNDERS, "a comparison"))
+    elif isinstance(n, ast.Subscript):
+        d = "__getitem__" if isinstance(n.ctx, ast.Load) else "__setitem__" if isinstance(n.ctx, ast.Store) else "__delitem__"
+        out.append((n.value, (d,), f"`{render(conv(n.value))}[...]`"))
+    elif isinstance(n, (ast.If, ast.While, ast.IfExp)) or (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)):
+        t = n.operand if isinstance(n, ast.UnaryOp) else n.test
+        out.append((t, ("__bool__", "__len__"), "a truth test"))
+    elif isinstance(n, (ast.For, ast.comprehension)):
+        out.append((n.iter, ("__iter__", "__next__"), "a loop"))
+    elif isinstance(n, ast.Attribute) and not (isinstance(parent, ast.Call) and field == "func"):
+        kind = "setter" if isinstance(n.ctx, ast.Store) else "property"
+        out.append((n.value, (f"{kind}:{n.attr}",), f"`{render(conv(n))}`"))
+        if isinstance(n.ctx, ast.Store):
+            out.append((n.value, ("__setattr__",), f"`{render(conv(n))} = ...`"))
+    return out
+
+
 def _iterates(planner, g: FunctionInfo, name: str, depth: int) -> bool:
     """Function ``g`` may use up an iterator passed as its parameter ``name``:
     any use of it but those proven to leave an iterator as it was (``x is
@@ -596,7 +643,10 @@ class LocalHoists(InitHoists):
                             f"which changes `{show(w)}`, and the call reads `{shown}`: one value for all of the "
                             "uses would be stale"
                         )
-        return self._iterator_change(f, nodes, body, hp)
+        why = self._iterator_change(f, nodes, body, hp)
+        if why is not None:
+            return why
+        return self._implicit_change(f, inputs, body, hp.line, end, loops)
 
     def _argument_dunder(self, s: Site) -> str | None:
         """A method Python calls implicitly on an argument of the call
@@ -854,6 +904,65 @@ class LocalHoists(InitHoists):
                                 f"`{g.qualname.rsplit('.', 2)[-2]}.{dunder}` runs on every iteration and changes "
                                 f"`{show(e.value)}` (`{e.text}`, line {e.line}): it may change what the call reads"
                             )
+        return None
+
+    def _implicit_change(self, f: FunctionInfo, inputs: list, body, lo: int, hi: int, loops: list) -> str | None:
+        """Code of the tree that runs implicitly between the uses (or in a loop
+        repeating one) on an object of a class of the tree: a property's getter
+        or setter, ``__setattr__``, the dunders ``len(x)``, ``f"{x}"``,
+        ``x == y``, ``x[k]``, ``if x:`` run. What it changes (in the object,
+        or module state) is changed there too."""
+        p = self.p
+        state = self.a.state
+        for n in body.code_nodes:
+            line = getattr(n, "lineno", None)
+            if line is None:
+                continue
+            at = line + body.shift
+            if not (lo <= at <= hi or any(a <= at <= b for a, b in loops)):
+                continue
+            up = body.steps(n)
+            parent, field = (up[-1][0], up[-1][1]) if up else (None, None)
+            for obj, dunders, shown in _implicit_uses(n, parent, field):
+                base = state.value(f, conv(obj))
+                t = p.type_of(base) if base is not None else None
+                if t is None or t not in p.classes:
+                    continue
+                family = [*p.mro(t), *p.subclasses(t)]
+                for d in dunders:
+                    kind, _, name = d.rpartition(":")
+                    for cls in family:
+                        ci = p.classes.get(cls)
+                        qn = ci.methods.get(name) if ci is not None else None
+                        g = p.functions.get(qn) if qn is not None else None
+                        if g is None or g is f:
+                            continue
+                        if kind and not is_property(g):
+                            continue
+                        if kind == "setter":
+                            # the setter is code cachelint does not index: it may change anything of the object
+                            for v, shown_in in inputs:
+                                if base is not None and related(base, v):
+                                    return (
+                                        f"{shown} (line {at}) runs the setter of property `{g.qualname}`, which may "
+                                        f"change `{shown_in}` between the uses: one value for all of them would be stale"
+                                    )
+                            continue
+                        for e in state.effects(g):
+                            root = e.value[0]
+                            if isinstance(root, SelfRoot):
+                                w = base + tuple(e.value[1:])
+                            elif isinstance(root, GlobalRoot):
+                                w = e.value
+                            else:
+                                continue
+                            for v, shown_in in inputs:
+                                if related(w, v):
+                                    return (
+                                        f"{shown} (line {at}) runs `{g.qualname}`, which changes `{show(w)}` "
+                                        f"(line {e.line}: `{e.text}`) between the uses, and the call reads "
+                                        f"`{shown_in}`: one value for all of them would be stale"
+                                    )
         return None
 
     def _stored_from(self, v: tuple) -> list[tuple]:
