@@ -194,14 +194,19 @@ class ExpensiveCallOnHotPath(Rule):
       from the statement the local goes before (in the innermost block
       holding every use: a use in a separate ``if`` block does not count,
       nor one past a ``return``, ``raise`` or ``break`` that may leave that
-      block), unless the callee is ``total``; and nothing between the
+      block, nor one in an ``assert``, which ``python -O`` strips), unless
+      the callee is ``total``; and nothing between the
       hoisted statement and the last use, nor in a loop that repeats a use,
       changes what the call reads: its arguments, its receiver (for a
       method of the tree, the attributes it reads), the module state its
       body reads. Changes are assignments (``budget.used += n``), in-place
       calls (``seq.append(tok)``, ``opts.update(...)``), and what the
       functions of the tree called there change (``apply_defaults(params)``,
-      ``kv.grow(n)``, ``with graph_capture():``). A call there that
+      ``kv.grow(n)``, ``with graph_capture():``), and what code of the
+      tree run implicitly on an object of a class of the tree changes: a
+      property's getter or setter (``self.size = 50``), ``__setattr__``,
+      the dunders ``len(self)``, ``f"{self}"``, ``print(self)``,
+      ``self == other``, ``self[k]``, ``if self:`` run. A call there that
       cachelint cannot resolve (a callback, a method of an object of unknown
       type) may change any input it can reach, so it makes the hoist unsafe
       unless every input is sealed: a constant, or a parameter annotated
@@ -240,8 +245,15 @@ class ExpensiveCallOnHotPath(Rule):
       ``1``, ``1.0`` and ``True``, or ``"a"`` and a ``StrEnum`` member equal
       to it, are one ``functools.cache`` key; ``typed`` keys on each
       argument's exact type) is safe when no parameter is a tuple or
-      frozenset that may hold numbers or strings (``(1,)`` and ``(1.0,)``
-      are one key even when typed), no ``float`` parameter reaches the
+      frozenset that may hold numbers, strings, enum members or other
+      values whose equality crosses types (``(1,)`` and ``(1.0,)``, or
+      ``(Color.RED,)`` and ``(Size.SMALL,)`` of two ``IntEnum``\ s, are one
+      key even when typed), the result does not follow the iteration order
+      of a ``frozenset`` parameter (equal sets may iterate differently), no
+      ``is``/``is not`` compares a parameter with anything but a constant
+      (equal arguments may be different objects), no parameter is
+      annotated ``bytes`` (a ``bytearray``, which type checkers accept, is
+      unhashable: the memo would raise), no ``float`` parameter reaches the
       result but through comparisons, truth tests, ``int()``, ``abs()``...
       (``0.0`` and ``-0.0`` are one key even when typed, and formatting or
       dividing tells them apart), no decorator of the function may do more
@@ -261,7 +273,13 @@ class ExpensiveCallOnHotPath(Rule):
       name (a variable, or a function it calls) that code rebinds from
       outside (``setattr(shapes, "fmt", ...)``, ``shapes.fmt = ...``,
       ``globals()["SCALE"] = v``, ``vars(shapes)[...]``; a ``globals()``
-      write with a computed key may rebind any name of its module). A table no
+      write with a computed key may rebind any name of its module), or
+      that its own module's top-level code rebinds after the first binding
+      (``SCALE = 2``, ``SCALE += 1``, ``for SCALE in ...``), a function's
+      attribute (``height.offset = 100``), a class attribute read through
+      any class of the MRO (``Sub.scale`` reads ``Base.scale``: a write on
+      ``Base``, through ``cls`` in its classmethod, or ``type(obj)`` counts).
+      A table no
       code changes (a constant, a ``frozenset``, a private dict only read)
       is fine. Not offered inside code compiled by ``torch.compile`` (Dynamo
       does not trace through ``functools.cache``): there a call of constant

@@ -86,6 +86,11 @@ def _key_kinds(ann, depth: int) -> frozenset[str]:
         kinds = frozenset().union(*(_key_kinds(m, depth + 1) for m in members))
         if last in _CONTAINERS:
             out = set()
+            if any(not _key_kinds(m, depth + 1) and not _plain_item(m) for m in members):
+                # an enum member, a `str` subclass, an object whose `__eq__`
+                # crosses types: `(Color.RED,)` equals `(Size.SMALL,)` (two
+                # `IntEnum`s of one value), `typed` looks at the tuple only
+                out.add("contents-other")
             if kinds & {"number", "signed-zero", "contents-number"}:
                 out.add("contents-number")
             if kinds & {"text", "contents-text"}:
@@ -95,6 +100,59 @@ def _key_kinds(ann, depth: int) -> frozenset[str]:
     if k in ("or", "tuple"):
         return frozenset().union(*(_key_kinds(m, depth + 1) for m in ann[1]))
     return frozenset()
+
+
+def _plain_item(m) -> bool:
+    """A container's item annotation whose values equal only themselves: ``None``, the ``...`` of ``tuple[int, ...]``."""
+    if m[0] == "const" and (m[1] is None or m[1] is Ellipsis):
+        return True
+    return m[0] in ("name", "attr") and (dotted(m) or "").rsplit(".", 1)[-1] == "NoneType"
+
+
+def _mentions(ann, names: frozenset) -> bool:
+    """Annotation ``ann`` names one of ``names`` anywhere in it."""
+    if isinstance(ann, tuple):
+        if ann[:1] in (("name",), ("attr",)) and (dotted(ann) or "").rsplit(".", 1)[-1] in names:
+            return True
+        return any(_mentions(x, names) for x in ann[1:])
+    return False
+
+
+def _identity_use(node, params: set) -> ast.Compare | None:
+    """An ``is``/``is not`` between a parameter and anything but a constant:
+    equal arguments (one cache key) may be different objects."""
+    for n in ast.walk(node):
+        if not isinstance(n, ast.Compare) or not any(isinstance(o, (ast.Is, ast.IsNot)) for o in n.ops):
+            continue
+        sides = [n.left, *n.comparators]
+        for i, o in enumerate(n.ops):
+            if not isinstance(o, (ast.Is, ast.IsNot)):
+                continue
+            a, b = sides[i], sides[i + 1]
+            if any(isinstance(x, ast.Name) and x.id in params for x in (a, b)) and not (
+                isinstance(a, ast.Constant) or isinstance(b, ast.Constant)
+            ):
+                return n
+    return None
+
+
+def _order_use(node, name: str) -> ast.Name | None:
+    """A use of set parameter ``name`` whose result may follow its iteration
+    order (anything but ``len(x)``, ``sorted(x)``, ``y in x``, ``x == y``)."""
+    parents: dict = {}
+    for n in ast.walk(node):
+        for c in ast.iter_child_nodes(n):
+            parents[id(c)] = n
+    for n in ast.walk(node):
+        if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)):
+            continue
+        up = parents.get(id(n))
+        if isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and up.func.id in ("len", "sorted", "min", "max"):
+            continue
+        if isinstance(up, ast.Compare) and all(isinstance(o, (ast.In, ast.NotIn, ast.Eq, ast.NotEq)) for o in up.ops):
+            continue
+        return n
+    return None
 
 
 def _sign_revealing_use(node, name: str) -> ast.Name | None:
@@ -192,6 +250,26 @@ class Memoizer(InputAnalysis):
                     f'member equal to `"a"` are one cache key even when typed (it looks only at the tuple\'s own '
                     f"type), and `{f.name}` may tell them apart"
                 )
+            elif "contents-other" in kinds:
+                reasons.append(
+                    f"parameter {shown} of `{f.name}` may hold enum members or other values equal across types "
+                    f"(`(Color.RED,)` equals `(Size.SMALL,)` for two `IntEnum`s of one value): one cache key even "
+                    f"when typed (it looks only at the container's own type), and `{f.name}` may tell them apart"
+                )
+            if _mentions(prm.annotation, frozenset({"bytes"})):
+                reasons.append(
+                    f"parameter {shown} of `{f.name}` may receive a `bytearray` (type checkers accept it for "
+                    f"`bytes`), which is unhashable: the memoized call would raise TypeError"
+                )
+            if _mentions(prm.annotation, frozenset({"frozenset", "FrozenSet", "AbstractSet"})):
+                body = self.a.bodies.body(f)
+                use = _order_use(body.node, prm.name) if body is not None else None
+                if body is None or use is not None:
+                    at = f" (line {use.lineno + body.shift})" if body is not None and use is not None else ""
+                    reasons.append(
+                        f"`{f.name}` may depend on the iteration order of parameter {shown}{at}: equal sets "
+                        f"(one cache key) may iterate in different orders"
+                    )
             if "signed-zero" in kinds:
                 body = self.a.bodies.body(f)
                 use = _sign_revealing_use(body.node, prm.name) if body is not None else None
@@ -206,6 +284,13 @@ class Memoizer(InputAnalysis):
                         f"parameter {shown} of `{f.name}` may be `0.0` or `-0.0`, which are equal and hash the same "
                         f"(one cache key even when typed), and `{f.name}` may tell them apart{at}"
                     )
+        body = self.a.bodies.body(f)
+        ident = _identity_use(body.node, {q.name for q in f.params}) if body is not None else None
+        if ident is not None:
+            reasons.append(
+                f"`{f.name}` compares identities (line {ident.lineno + body.shift}: `{ast.unparse(ident)}`): "
+                "equal arguments, one cache key, may be different objects"
+            )
         dep = self.a.state.dependence(f)
         if dep is not None and dep.state is not None and dep.state.kind is StateKind.ENVIRON:
             s.notes.append(f"not memoized: the value of `{f.name}` depends on the environment ({dep.reason})")
