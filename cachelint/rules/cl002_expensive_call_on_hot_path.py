@@ -179,7 +179,10 @@ class ExpensiveCallOnHotPath(Rule):
       attributes as they are then); the object can take the new attribute
       (not frozen, not a tuple, no
       ``__setattr__`` of its own, and not ``__slots__`` in every class of
-      the tree it inherits from);
+      the tree it inherits from); no class of its hierarchy defines
+      ``__getstate__``, ``__setstate__``, ``__reduce__`` or ``__copy__``
+      (a copy or an unpickled object is built without ``__init__`` and may
+      lack the new attribute);
       every subclass constructor calls ``super().__init__()``; for a method
       or property of the object itself, every implementation (overrides
       included) reads only attributes assigned, unconditionally, before the

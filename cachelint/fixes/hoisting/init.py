@@ -31,6 +31,8 @@ from .site import (
     names_in,
 )
 
+# methods that build an object's copy (``copy``, ``pickle``) from a state of their own, not ``__init__``
+_COPY_PROTOCOL = ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", "__copy__", "__deepcopy__")
 _MUTABLE_BUILDERS = frozenset({("name", n) for n in ("list", "dict", "set", "bytearray", "sorted")})
 
 
@@ -289,6 +291,14 @@ class InitHoists(InputAnalysis):
                 return f"`{k.rsplit('.', 1)[-1]}` defines `__setattr__`, which would run for `self.{attr}`"
             if any((dotted(b) or "").rsplit(".", 1)[-1] in ("NamedTuple", "tuple") for b in ci.bases):
                 return f"`{k.rsplit('.', 1)[-1]}` is a tuple: assigning `self.{attr}` raises"
+        for k in [*mro, *(x for x in p.subclasses(cls) if x in p.classes)]:
+            ci = p.classes[k]
+            for m in _COPY_PROTOCOL:
+                if m in ci.methods:
+                    return (
+                        f"`{k.rsplit('.', 1)[-1]}` defines `{m}`: a copy or an unpickled object is built without "
+                        f"`__init__`, from the state that method keeps, and may lack `self.{attr}`"
+                    )
         # a class without `__slots__` gives its instances a `__dict__`; when every
         # class of the tree in the MRO has them, nothing shows that one exists
         if mro and all(
