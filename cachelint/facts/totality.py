@@ -45,7 +45,22 @@ TOTAL_BUILTINS = frozenset(["id", "callable"])
 
 # ``isinstance(x, T)`` with these ``T`` (no ``__instancecheck__`` of the tree)
 _BUILTIN_TYPES = frozenset(
-    ["int", "float", "complex", "bool", "str", "bytes", "bytearray", "tuple", "list", "dict", "set", "frozenset", "type", "object"]
+    [
+        "int",
+        "float",
+        "complex",
+        "bool",
+        "str",
+        "bytes",
+        "bytearray",
+        "tuple",
+        "list",
+        "dict",
+        "set",
+        "frozenset",
+        "type",
+        "object",
+    ]
 )
 
 MAX_DEPTH = 3
@@ -136,7 +151,12 @@ class _Scan:
         self.calls: dict = {}
         for c in fn.calls:
             try:
-                want = (c.line - body.shift, body._bcol(c.line, c.column), c.end_line - body.shift, body._bcol(c.end_line, c.end_column))
+                want = (
+                    c.line - body.shift,
+                    body._bcol(c.line, c.column),
+                    c.end_line - body.shift,
+                    body._bcol(c.end_line, c.end_column),
+                )
             except (IndexError, TypeError):
                 continue
             self.calls[want] = c
@@ -239,10 +259,15 @@ class _Scan:
             return self.test(e, bound)
         if isinstance(e, ast.IfExp):
             return self.test(e.test, bound) or self.expr(e.body, bound) or self.expr(e.orelse, bound)
-        if isinstance(e, ast.BinOp) and _small_int(e.left) and _small_int(e.right) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
+        if (
+            isinstance(e, ast.BinOp)
+            and _small_int(e.left)
+            and _small_int(e.right)
+            and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult))
+        ):
             return None
         if isinstance(e, (ast.BinOp, ast.UnaryOp)):
-            kind = _OPS.get(type(e.op), "arithmetic")
+            kind = _OPS.get(type(e.op), "arithmetic") if isinstance(e, ast.BinOp) else "arithmetic"
             return f"{kind} `{_r(e)}` (it may raise on what its operands hold)"
         if isinstance(e, ast.JoinedStr):
             if all(isinstance(v, ast.Constant) for v in e.values):

@@ -250,7 +250,7 @@ class ExpensiveCallOnHotPath(Rule):
       argument's exact type) is safe when no parameter is a tuple or
       frozenset that may hold numbers, strings, enum members or other
       values whose equality crosses types (``(1,)`` and ``(1.0,)``, or
-      ``(Color.RED,)`` and ``(Size.SMALL,)`` of two ``IntEnum``\ s, are one
+      ``(Color.RED,)`` and ``(Size.SMALL,)`` of two ``IntEnum`` classes, are one
       key even when typed), the result does not follow the iteration order
       of a ``frozenset`` parameter (equal sets may iterate differently), no
       ``is``/``is not`` compares a parameter with anything but a constant

@@ -75,12 +75,18 @@ def _implicit_uses(n: ast.AST, parent: ast.AST | None, field: str | None) -> lis
         for a in n.args if n.func.id == "print" else n.args[:1]:
             out.append((a, _IMPLICIT_BUILTINS[n.func.id], f"`{n.func.id}({render(conv(a))})`"))
     elif isinstance(n, ast.FormattedValue):
-        out.append((n.value, ("__format__", "__str__", "__repr__"), f"`f\"{{{render(conv(n.value))}}}\"`"))
+        out.append((n.value, ("__format__", "__str__", "__repr__"), f'`f"{{{render(conv(n.value))}}}"`'))
     elif isinstance(n, ast.Compare):
         for a in [n.left, *n.comparators]:
             out.append((a, _COMPARE_DUNDERS, "a comparison"))
     elif isinstance(n, ast.Subscript):
-        d = "__getitem__" if isinstance(n.ctx, ast.Load) else "__setitem__" if isinstance(n.ctx, ast.Store) else "__delitem__"
+        d = (
+            "__getitem__"
+            if isinstance(n.ctx, ast.Load)
+            else "__setitem__"
+            if isinstance(n.ctx, ast.Store)
+            else "__delitem__"
+        )
         out.append((n.value, (d,), f"`{render(conv(n.value))}[...]`"))
     elif isinstance(n, (ast.If, ast.While, ast.IfExp)) or (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)):
         t = n.operand if isinstance(n, ast.UnaryOp) else n.test
