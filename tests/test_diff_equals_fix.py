@@ -66,7 +66,7 @@ def test_diff_includes_later_passes(tmp_path: Path) -> None:
         "[tool.cachelint]\n"
         'preset = "none"\n'
         'hot-roots = [{ pattern = "pkg.runner.Runner.step", kind = "per-step" }]\n'
-        'extend-expensive-calls = [{ pattern = "*.build_table", kind = "processor", pure = true }]\n'
+        'extend-expensive-calls = [{ pattern = "*.build_table", kind = "processor", pure = true, total = true }]\n'
     )
     (src / "pkg" / "__init__.py").write_text("")
     (src / "pkg" / "runner.py").write_text(

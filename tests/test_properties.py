@@ -127,10 +127,10 @@ def test_hoisting_a_mutable_property_value_into_init_is_unsafe_when_a_use_mutate
         """
     )
     found = sorted((f for f in res.findings if f.code == "CL002"), key=lambda f: f.span.line)
-    assert [f.span.line for f in found] == [8, 9]
-    assert found[0].fix.applicability.value == "safe"
-    assert found[1].fix.applicability.value == "unsafe"
-    assert "changes the value in place" in found[1].fix.message
+    # the getter's probes may raise, so both reads' hoists are unsafe: one finding for the two sites
+    assert [f.span.line for f in found] == [8]
+    assert found[0].fix.applicability.value == "unsafe"
+    assert "may raise" in found[0].fix.message
 
 
 def test_a_property_read_twice_on_per_call_data_is_hoisted_to_a_local():

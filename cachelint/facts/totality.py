@@ -65,6 +65,9 @@ _BUILTIN_TYPES = frozenset(
 
 MAX_DEPTH = 3
 
+# decorators that run nothing of their own on a call (a read of a property runs its getter)
+_PLAIN_DECORATORS = frozenset(["property", "cached_property", "staticmethod"])
+
 _OPS = {
     ast.Div: "a division",
     ast.FloorDiv: "a division",
@@ -123,8 +126,9 @@ class Totality:
     def _scan(self, fn: FunctionInfo, depth: int) -> str | None:
         if fn.is_async:
             return "an `async` function"
-        if fn.decorators:
-            return "a decorated function (the decorator runs too)"
+        for d in fn.decorators:
+            if (dotted(d[1] if d[0] == "call" else d) or "").rsplit(".", 1)[-1] not in _PLAIN_DECORATORS:
+                return "a decorated function (the decorator runs too)"
         body = self.bodies.body(fn)
         if body is None or not isinstance(body.node, ast.FunctionDef):
             return f"cachelint cannot read the body of `{fn.qualname}`"

@@ -931,7 +931,8 @@ class Runner:
         return batch, self.model_config.sliding_window()
 """,
             expect=(("example.py", 19),),
-            applicability=("safe",),
+            # unsafe: the probes run whatever `__getattr__` the config has, and may raise
+            applicability=("unsafe",),
             message_contains=("config-derivation", "probes 4 config attributes"),
             fixed={
                 "example.py": """
@@ -1123,7 +1124,8 @@ class Runner:
         return batch if self.model_config.is_encoder_decoder else None
 """,
             expect=(("example.py", 16),),
-            applicability=("safe",),
+            # unsafe: the getter's probes may raise, and `__init__` would raise where the step did
+            applicability=("unsafe",),
             message_contains=("reads the uncached property `is_encoder_decoder`", "probes 3 config attributes"),
             fixed={
                 "example.py": """
