@@ -338,7 +338,8 @@ class ProcessState:
             return None if home_module is None else (GlobalRoot(home_module),)
         if k == "call" and e[1] == ("name", "type") and len(e[2]) == 1:
             # `type(c).scale = 10`: the class of `c`, when its type is known
-            t = p.type_of(self.value(f, e[2][0], module) or ())
+            of = self.value(f, e[2][0], module)
+            t = p.type_of(of) if of else None
             if t is not None and t in p.classes:
                 return (GlobalRoot(t),)
         if f is not None and f.class_qualname and f.self_name and _class_of_self(e, f.self_name):

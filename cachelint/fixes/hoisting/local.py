@@ -931,7 +931,7 @@ class LocalHoists(InitHoists):
             parent, field = (up[-1][0], up[-1][1]) if up else (None, None)
             for obj, dunders, shown in _implicit_uses(n, parent, field):
                 base = state.value(f, conv(obj))
-                t = p.type_of(base) if base is not None else None
+                t = p.type_of(base) if base else None
                 if t is None or t not in p.classes:
                     continue
                 family = [*p.mro(t), *p.subclasses(t)]
