@@ -35,6 +35,9 @@ from ..semantic.values import GlobalRoot
 from .construction import super_calls
 
 if TYPE_CHECKING:
+    from .totality import Totality
+
+if TYPE_CHECKING:
     from ..semantic.writes import Writes
 
 # the metaclasses whose `__call__` is `type.__call__` (it runs `__init__`)
@@ -85,7 +88,7 @@ class Bypasses:
     if TYPE_CHECKING:  # what Hazards provides (checked against it by mypy)
         p: Program
         writes: Writes
-        _totality: object
+        _totality: Totality | None
 
     def _bypasses(self, site) -> list:
         """(class, reason) for each construction that skips the fill (see the module docstring)."""
@@ -336,9 +339,11 @@ class Bypasses:
         for c in calls:
             if t is None:
                 return f"`{render(c.func)}(...)` may raise"
-            why = t._call(f, c, 0)  # type: ignore[attr-defined]
+            callee = self.p.call_callee(f, c)
+            fn = self.p.callee_function(callee) if callee is not None else None
+            why = t.call_may_raise(self.p.callee_names(callee, dotted(c.func)), fn)
             if why is not None:
-                return why
+                return f"`{render(c.func)}(...)` may raise ({why})"
         return None
 
     # ----- subclass constructors ---------------------------------------------------------
