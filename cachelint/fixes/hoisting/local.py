@@ -675,7 +675,7 @@ class LocalHoists(InitHoists):
                         continue  # its methods are declarations: the implementations are its subclasses'
                     for name in _IMPLICIT:
                         m = p.lookup_method(cls, name)
-                        if m is None:
+                        if m is None or self._identity_only(m):
                             continue
                         pur = self.a.cost.purity([m.qualname], m)
                         if not pur.pure:
@@ -692,6 +692,22 @@ class LocalHoists(InitHoists):
                         "run it once"
                     )
         return None
+
+    def _identity_only(self, m: FunctionInfo) -> bool:
+        """``m`` changes nothing and calls only pure builtins or ``id``/``hash``
+        (``return hash(id(self))``): within one run, on one object, it gives the
+        same answer each time, so running it once instead of twice changes
+        nothing. (A memo across runs may not rely on identity; a local may.)"""
+        if self.a.state.effects(m):
+            return False
+        for c in m.calls:
+            callee = self.p.call_callee(m, c)
+            if callee is None or len(callee) != 1 or not isinstance(callee[0], GlobalRoot):
+                return False
+            q = callee[0].qualname
+            if not (pure_builtin(q) or q in ("builtins.id", "builtins.hash")):
+                return False
+        return True
 
     def _changing_dunders(self) -> list[FunctionInfo]:
         """The implicitly called methods of the tree's classes that change something."""
