@@ -814,7 +814,8 @@ class LocalHoists(InitHoists):
             if h.self_name is not None and c.func[0] == "attr":
                 params = params[1:]
             for key, _a in passed:
-                inner = key if isinstance(key, str) else (params[key] if key < len(params) else None)
+                # `**name` (a keyword of None): the callee receives it under a name cachelint cannot tell
+                inner = key if isinstance(key, str) or key is None else (params[key] if key < len(params) else None)
                 if inner is None or self._calls_param(h, inner, depth + 1):
                     return True
         return False
