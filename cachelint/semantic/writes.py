@@ -87,8 +87,12 @@ _SCAN_KEYS = _SETATTR_NAMES | _DUNDER_SETATTR | _DICT_METHODS | IN_PLACE_METHODS
 # a call of the builtin `setattr` in source text (not `x.setattr(`, not `getattr(`)
 _SETATTR_TEXT = re.compile(rb"(?<![\w.])setattr\s*\(")
 
-# the names a setter taken as a value may be spelled with (see the module docstring)
-_VALUE_TEXT = re.compile(rb"setattr|delattr|__dict__|(?<![\w.])vars\b")
+# the names a setter taken as a value may be spelled with (see the module
+# docstring): a file is tokenized only when one of them is not called right
+# there (a call is read from the index); the tokens then decide
+_VALUE_TEXT = re.compile(
+    rb"(?<![\w.])(?:setattr|delattr|vars)\b(?!\s*\()|\.__(?:setattr|delattr)__\b(?!\s*\()|\.__dict__\b(?!\s*[\[.])"
+)
 _SETTER_BUILTINS = frozenset({"setattr", "delattr", "vars"})
 # calls that only read a dictionary handed to them (`dict(obj.__dict__)`, `len(vars(x))`)
 _DICT_READERS = frozenset(
@@ -283,7 +287,9 @@ class Writes(ReceiverTypes):
             if fi.error is not None:
                 continue
             data = self._source(fi.path)
-            if not _VALUE_TEXT.search(data):
+            if not (
+                b"setattr" in data or b"delattr" in data or b"vars" in data or b"__dict__" in data
+            ) or not _VALUE_TEXT.search(data):  # a cheap test of the bytes first: the pattern is slow
                 continue
             for line, column, name, text, replaces, receiver in _values_taken(data):
                 f = self._enclosing(fi, line)

@@ -1735,8 +1735,18 @@ class LocalHoists(InitHoists):
             # every name the function and its nested scopes read or bind (a
             # global it reads, a name a star import may define)
             taken |= _names_of(body.node)
-        taken |= self._module_bindings(f.path)
         name, i = base, 2
-        while name in taken or not name.isidentifier():
+        while name in taken or not name.isidentifier() or self._bound_in_module(f.path, name):
             name, i = f"{base}_{i}", i + 1
         return name
+
+    def _bound_in_module(self, path: str, name: str) -> bool:
+        """The module at ``path`` binds ``name`` at its top level (see
+        :meth:`_module_bindings`); a name its text never spells is not
+        bound there, and the module is parsed only when it is."""
+        lines = self.a.bodies.lines(path)
+        if lines is None:
+            return True  # unreadable: every name may be taken
+        if not any(name in x for x in lines):
+            return False
+        return name in self._module_bindings(path)
