@@ -27,7 +27,7 @@ first writers (or the environment).
 
 from __future__ import annotations
 
-from ..index.expr import dotted
+from ..index.expr import subexpressions
 from ..semantic.program import Program, Value
 from ..semantic.values import CallRoot, CmpKey, GlobalRoot, IsNoneKey, KwArg, OpaqueKey, TruthyKey
 from ..semantic.writes import Writes
@@ -70,7 +70,7 @@ class GuardState:
             elif isinstance(key, CmpKey):
                 values = [key.left, key.right]
             elif isinstance(key, OpaqueKey):
-                values = [self.p.canon(e, ctx) for e in _subexpressions(key.expr)]
+                values = [self.p.canon(e, ctx) for e in subexpressions(key.expr, whole_chains=True)]
             for v in values:
                 for text in self._value(v, site.anchor, 0):
                     if text not in seen:
@@ -186,21 +186,3 @@ def _environ(v: Value) -> bool:
 def _environ_name(name: str) -> bool:
     """A dotted name under ``os.environ`` or ``os.getenv`` (what a purity state names)."""
     return tuple(name.split(".")[:2]) in _ENVIRON_HEADS
-
-
-def _subexpressions(e) -> list:
-    """The names, attribute chains and calls inside an indexed expression."""
-    out = []
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if not isinstance(x, tuple) or not x or not isinstance(x[0], str):
-            continue
-        if x[0] in ("name", "attr", "call"):
-            out.append(x)
-            if dotted(x) is not None:
-                continue  # a plain chain: its prefixes are read through it
-        for y in x[1:]:
-            if isinstance(y, tuple):
-                stack.append(y)
-    return out

@@ -62,7 +62,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..index.expr import _last_name, conv, dotted, render
+from ..index.expr import _last_name, conv, dotted, render, subexpressions
 from ..index.records import FunctionInfo
 from ..index.scans import scan_hits
 from ..semantic.idioms import is_property
@@ -232,7 +232,7 @@ class Hazards(ConstructionOrder, Bypasses):
                 add_value(key.left, "guard")
                 add_value(key.right, "guard")
             elif isinstance(key, OpaqueKey):  # what cachelint cannot evaluate may still read the anchor
-                for e in _subexpressions(key.expr):
+                for e in subexpressions(key.expr):
                     add_value(self.p.canon(e, ctx), "guard")
 
         # `obj.__class__ = Other` gives the object another class's properties
@@ -1147,22 +1147,6 @@ def _positions(scans: tuple, keys: set) -> list:
         at = scans[1][k]
         pairs.update(zip(at[::2], at[1::2]))
     return [x for pair in sorted(pairs) for x in pair]
-
-
-def _subexpressions(e) -> list:
-    """The names, attribute chains and calls inside an indexed expression."""
-    out = []
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if not isinstance(x, tuple) or not x or not isinstance(x[0], str):
-            continue
-        if x[0] in ("name", "attr", "call"):
-            out.append(x)
-        for y in x[1:]:
-            if isinstance(y, tuple):
-                stack.append(y)
-    return out
 
 
 def _own_dataclass(p: Program, c) -> bool:

@@ -227,3 +227,23 @@ class _LambdaNames:
 
 
 LAMBDAS = _LambdaNames()
+
+
+def subexpressions(e: Expr, whole_chains: bool = False) -> list:
+    """The names, attribute chains and calls inside an indexed expression,
+    outermost first. With ``whole_chains``, a plain dotted chain
+    (``self.config.model``) is listed whole, without its prefixes."""
+    out = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, tuple) or not x or not isinstance(x[0], str):
+            continue
+        if x[0] in ("name", "attr", "call"):
+            out.append(x)
+            if whole_chains and dotted(x) is not None:
+                continue  # a plain chain: its prefixes are read through it
+        for y in x[1:]:
+            if isinstance(y, tuple):
+                stack.append(y)
+    return out
