@@ -25,6 +25,7 @@ each as an object the fill never ran for (:class:`Bypasses`, a mixin of
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 from ..index.expr import dotted, render
@@ -35,6 +36,7 @@ from ..semantic.values import GlobalRoot
 from .construction import super_calls
 
 if TYPE_CHECKING:
+    from .bodies import Bodies
     from .totality import Totality
 
 if TYPE_CHECKING:
@@ -46,7 +48,10 @@ _PLAIN_METACLASSES = frozenset(
 )
 # what a copy (`copy.copy`, `copy.deepcopy`) or an unpickled object is built from
 STATE_METHODS = ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", "__copy__", "__deepcopy__")
-# builtins that neither keep the object they are given nor hand it on
+# builtins that neither keep the object they are given nor hand it on, nor
+# run a method of it that could (``str``, ``print``, ``hash``, ``len`` and
+# ``getattr`` run the object's own ``__str__``, ``__hash__``, ``__len__``,
+# ``__getattr__``, which may store it)
 _KEEP_NOTHING = frozenset(
     "builtins." + n
     for n in (
@@ -54,19 +59,8 @@ _KEEP_NOTHING = frozenset(
         "issubclass",
         "type",
         "id",
-        "hasattr",
-        "getattr",
-        "setattr",
-        "len",
-        "str",
-        "repr",
-        "hash",
-        "bool",
         "callable",
         "super",
-        "vars",
-        "print",
-        "format",
     )
 )
 
@@ -89,6 +83,7 @@ class Bypasses:
         p: Program
         writes: Writes
         _totality: Totality | None
+        bodies: Bodies
 
     def _bypasses(self, site) -> list:
         """(class, reason) for each construction that skips the fill (see the module docstring)."""
@@ -119,8 +114,10 @@ class Bypasses:
             hits += [(m, c) for c in m.calls if c.func[0] == "attr" and c.func[2] == "__new__"]
         out: list = []
         for g, c in hits:
-            if c.func[0] != "attr" or c.func[2] != "__new__" or g.name == "__new__" or not c.args:
-                continue  # `super().__new__(cls)` making the object inside `__new__` is construction itself
+            if c.func[0] != "attr" or c.func[2] != "__new__" or not c.args:
+                continue
+            if g.name == "__new__" and g.params and c.args[0] == ("name", g.params[0].name):
+                continue  # `super().__new__(cls)` making its own `cls` inside `__new__` is construction itself
             made = self._made_class(g, c.args[0])
             shown = f"`{render(('call', c.func, c.args, c.kwargs))}` in `{g.qualname}` (line {c.line})"
             if made is None:
@@ -289,7 +286,11 @@ class Bypasses:
             later = [c for c in f.calls if (g is not f or c.line > line) and c.line <= fill.line]
             if fill not in later:
                 later.append(fill)
-            why = self._may_raise(f, later)
+            why = self._statement_may_raise(f, line if g is f else f.line, fill)
+            if why is None and g is not f:
+                why = f"`{g.qualname}` runs its own code between them, which cachelint does not prove cannot raise"
+            if why is None:
+                why = self._may_raise(f, later)
             if why is None:
                 continue
             return [
@@ -334,6 +335,29 @@ class Bypasses:
             hits.append((a.line, f"{render(a.target)} = {g.self_name}"))
         return min(hits) if hits else None
 
+    def _statement_may_raise(self, f: FunctionInfo, after: int, fill) -> str | None:
+        """A statement of ``f`` after line ``after`` and before the fill's, other
+        than a call made for its effect (whose callee :meth:`_may_raise` asks),
+        or an argument of the fill other than a name, an attribute chain or a
+        constant: it may raise (a subscript, a division, an ``assert``), and
+        cachelint does not prove it cannot."""
+        for e in (*fill.args, *(v for _k, v in fill.kwargs)):
+            if e[0] not in ("name", "attr", "const") or (e[0] == "attr" and dotted(e) is None):
+                return f"the fill's argument `{render(e)}` may raise"
+        body = self.bodies.body(f)
+        if body is None:
+            return "cachelint cannot read the constructor's statements"
+        for n in ast.walk(body.node):
+            if not isinstance(n, ast.stmt) or n is body.node:
+                continue
+            at = n.lineno + body.shift
+            if not after < at < fill.stmt_line:
+                continue
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
+                continue  # a call for its effect: its callee is asked below
+            return f"the statement at line {at} (`{_first_line(ast.unparse(n))}`) may raise"
+        return None
+
     def _may_raise(self, f: FunctionInfo, calls: list) -> str | None:
         t = self._totality
         for c in calls:
@@ -357,3 +381,8 @@ class Bypasses:
                 if not self._skippers_at(own, c.stmt_line):  # type: ignore[attr-defined]
                     return True
         return False
+
+
+def _first_line(text: str) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= 60 else line[:57] + "..."

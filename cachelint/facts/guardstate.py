@@ -80,8 +80,10 @@ class GuardState:
 
     def _value(self, v: Value | None, anchor, depth: int) -> list[str]:
         """What in value ``v`` (read by the guard) may change after the fill."""
-        if v is None or depth > 4:
+        if v is None:
             return []
+        if depth > 4:
+            return [f"reads `{show(v)}`, nested too deep for cachelint to follow what may change it"]
         root = v[0]
         if isinstance(root, CallRoot):
             out = self._call(root.callee)
@@ -90,7 +92,7 @@ class GuardState:
             for a in root.args:
                 out += self._value(a.value if isinstance(a, KwArg) else a, anchor, depth + 1)
             return out
-        if not isinstance(root, GlobalRoot) or root == anchor:
+        if not isinstance(root, GlobalRoot):
             return []  # the anchor's own attributes are hazards.Hazards's dependencies
         if _environ(v):
             return [f"reads `{show(v)}`, the environment, {_ENVIRON}"]

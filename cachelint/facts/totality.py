@@ -296,6 +296,17 @@ class _Scan:
                 return why
         return None
 
+    def _rebound(self) -> set:
+        """The names the function's module or the function itself binds (a
+        module's ``int = 3`` hides the builtin)."""
+        p = self.t.p
+        ctx = p.context(self.fn)
+        out = set(ctx.locals) | set(ctx.params)
+        fi = p.modules_by_path.get(self.fn.path)
+        if fi is not None:
+            out |= set(fi.globals) | set(fi.defs) | set(fi.imports)
+        return out
+
     def call(self, e: ast.Call, bound: set) -> str | None:
         shown = f"{_r(e.func)}(...)"
         c = self.calls.get((e.lineno, e.col_offset, e.end_lineno, e.end_col_offset))
@@ -314,7 +325,12 @@ class _Scan:
             qn = callee[0].qualname
             if qn.startswith("builtins.") and qn[9:] in TOTAL_BUILTINS and len(e.args) == 1 and not e.keywords:
                 return None
-            if qn == "builtins.isinstance" and len(e.args) == 2 and not e.keywords and _builtin_types(e.args[1]):
+            if (
+                qn == "builtins.isinstance"
+                and len(e.args) == 2
+                and not e.keywords
+                and _builtin_types(e.args[1], self._rebound())
+            ):
                 return None
         names = p.callee_names(callee, dotted(c.func))
         entry = self.t.catalog.match(names)
@@ -325,6 +341,8 @@ class _Scan:
             return f"a call of `{shown}` not proven total"
         if target.class_qualname is not None or target.parent_function is not None:
             return f"a call of `{shown}` not proven total (a method or nested function)"
+        if target.decorators:
+            return f"a call of `{shown}` not proven total (a decorated function: the decorator's object is called)"
         if self.depth >= MAX_DEPTH:
             return f"a call of `{shown}` too deep to follow"
         why = self.t.may_raise(target, self.depth + 1)
@@ -357,10 +375,12 @@ def _binds(a: ast.arguments, e: ast.Call) -> bool:
     return all(d is not None or x.arg in named for x, d in zip(a.kwonlyargs, a.kw_defaults))
 
 
-def _builtin_types(e: ast.AST) -> bool:
+def _builtin_types(e: ast.AST, rebound: set) -> bool:
+    """``e`` names builtin types (``int``, ``(str, bytes)``) that neither the
+    module nor the function binds to something else."""
     if isinstance(e, ast.Tuple):
-        return bool(e.elts) and all(_builtin_types(x) for x in e.elts)
-    return isinstance(e, ast.Name) and e.id in _BUILTIN_TYPES
+        return bool(e.elts) and all(_builtin_types(x, rebound) for x in e.elts)
+    return isinstance(e, ast.Name) and e.id in _BUILTIN_TYPES and e.id not in rebound
 
 
 def _small_int(e: ast.AST) -> bool:
