@@ -50,6 +50,13 @@ def _text(node: ast.AST) -> str:
     return t if len(t) <= 80 else t[:77] + "..."
 
 
+def first_line(node: ast.AST | None) -> str:
+    """The first line of a node's source as unparsed, cut at 60 characters:
+    how an unsafe reason quotes a statement."""
+    text = ast.unparse(node).splitlines()[0] if node is not None else "..."
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def always_exits(body: list) -> bool:
     """``body`` ends in ``return``/``raise``/``continue``/``break``, or in an
     ``if``/``else`` whose branches both do (narrower than the index's

@@ -33,6 +33,7 @@ from ..index.records import FunctionInfo
 from ..index.scans import scan_hits
 from ..semantic.program import Program
 from ..semantic.values import GlobalRoot
+from .bodies import first_line
 from .construction import super_calls
 
 if TYPE_CHECKING:
@@ -355,7 +356,7 @@ class Bypasses:
                 continue
             if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
                 continue  # a call for its effect: its callee is asked below
-            return f"the statement at line {at} (`{_first_line(ast.unparse(n))}`) may raise"
+            return f"the statement at line {at} (`{first_line(n)}`) may raise"
         return None
 
     def _may_raise(self, f: FunctionInfo, calls: list) -> str | None:
@@ -381,8 +382,3 @@ class Bypasses:
                 if not self._skippers_at(own, c.stmt_line):  # type: ignore[attr-defined]
                     return True
         return False
-
-
-def _first_line(text: str) -> str:
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= 60 else line[:57] + "..."

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from ...facts.bodies import HoistPoint, walk_code
+from ...facts.bodies import HoistPoint, first_line, walk_code
 from ...facts.catalog import pure_builtin
 from ...facts.repeats import store_positions
 from ...facts.state import is_mutator, related, show
@@ -240,11 +240,6 @@ _READS_ONLY = frozenset(
 )
 # builtins whose result holds their argument: followed as the argument
 _PASS_THROUGH = frozenset({"enumerate", "zip", "iter", "reversed", "map", "filter"})
-
-
-def _first_line(stmt: ast.AST) -> str:
-    text = ast.unparse(stmt).splitlines()[0] if stmt is not None else "..."
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _deep_immutable(ann) -> bool:
@@ -923,7 +918,7 @@ class LocalHoists(InitHoists):
                             if isinstance(root, SelfRoot) and not (len(e.value) > 1 and e.value[1] in given):
                                 continue  # the iterator's own state
                             return (
-                                f"the loop at line {body.line_of(parent)} iterates `{_first_line(it)}`, whose "
+                                f"the loop at line {body.line_of(parent)} iterates `{first_line(it)}`, whose "
                                 f"`{g.qualname.rsplit('.', 2)[-2]}.{dunder}` runs on every iteration and changes "
                                 f"`{show(e.value)}` (`{e.text}`, line {e.line}): it may change what the call reads"
                             )
@@ -1402,7 +1397,7 @@ class LocalHoists(InitHoists):
         for parent, field, _index, _child in path:
             line = body.line_of(parent)
             if isinstance(parent, (ast.With, ast.AsyncWith)) and field == "body":
-                head = _first_line(parent).rstrip(":")
+                head = first_line(parent).rstrip(":")
                 return (
                     f"the first use is inside `{head}` (line {line}): the local would be computed before the "
                     "context manager is entered, outside what it sets and the exceptions it handles"
@@ -1419,8 +1414,8 @@ class LocalHoists(InitHoists):
             for earlier in _evaluated_before(parent, field, index):
                 if _may_raise(earlier, lambda x: self._property_of(s.function, x)):
                     return (
-                        f"`{_first_line(earlier)}` (line {body.line_of(earlier)}) is evaluated before the first use "
-                        f"in `{_first_line(start)}` and may raise: the call, now run first, may raise instead"
+                        f"`{first_line(earlier)}` (line {body.line_of(earlier)}) is evaluated before the first use "
+                        f"in `{first_line(start)}` and may raise: the call, now run first, may raise instead"
                     )
         return None
 
@@ -1479,7 +1474,7 @@ class LocalHoists(InitHoists):
 
         def said(n: ast.AST, what: str) -> str:
             return (
-                f"`{_first_line(n)}` (line {body.line_of(n)}) {what} before line {body.line_of(cover)}, the first "
+                f"`{first_line(n)}` (line {body.line_of(n)}) {what} before line {body.line_of(cover)}, the first "
                 f"use that runs on every path, and the first use (line {body.line_of(nodes[0])}) runs "
                 f"{first_when or 'only on some paths'}: the call, computed before line {hp.line}, may raise "
                 "where it did not, before that is done"
@@ -1563,7 +1558,7 @@ class LocalHoists(InitHoists):
                 return True, f"cachelint cannot follow the value at line {line}"
             parent, field = steps[-2][0], "args"
         stmt = body.statement_of(n)
-        at = f"`{_first_line(stmt)}` (line {body.line_of(stmt)})" if stmt is not None else f"line {line}"
+        at = f"`{first_line(stmt)}` (line {body.line_of(stmt)})" if stmt is not None else f"line {line}"
         if isinstance(parent, ast.Expr):
             return False, None
         if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and field == "value":
@@ -1594,7 +1589,7 @@ class LocalHoists(InitHoists):
             up = body.steps(parent)
             called = bool(up) and isinstance(up[-1][0], ast.Call) and up[-1][1] == "func"
             if called and parent.attr not in _READ_METHODS:
-                return False, f"`{_first_line(up[-1][0])}` (line {line}) may change it in place"
+                return False, f"`{first_line(up[-1][0])}` (line {line}) may change it in place"
             if isinstance(parent.ctx, ast.Load):
                 return False, None
             return False, f"{at} changes it in place"
