@@ -62,6 +62,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..index.body import always_raises, suppress_call
 from ..index.expr import _last_name, conv, dotted, render, subexpressions
 from ..index.records import FunctionInfo
 from ..index.scans import scan_hits
@@ -342,7 +343,7 @@ class Hazards(ConstructionOrder, Bypasses):
                 if not n.body or not (n.body[0].lineno <= line <= (n.body[-1].end_lineno or n.body[-1].lineno)):
                     continue
                 for h in n.handlers:
-                    if not _always_raises(h.body):
+                    if not always_raises(h.body):
                         out.append(
                             f"the fill sits in the `try` at line {n.lineno + shift}, whose `except` at line {h.lineno + shift} "
                             "goes on without it: if anything before the fill raises, the object is built without it"
@@ -369,7 +370,7 @@ class Hazards(ConstructionOrder, Bypasses):
         with a handler that goes on encloses. ``suppress(...)`` does; a
         context manager cachelint cannot see into may."""
         text = ast.unparse(e)
-        if _suppress_call(e):
+        if suppress_call(e):
             return "which suppresses exceptions"
         p = self.p
         ctx = p.context(f)
@@ -1095,17 +1096,6 @@ def _descriptor_decorated(m: FunctionInfo) -> bool:
     return any((dotted(d) or "").split(".")[-1] not in _PLAIN_DECORATORS for d in m.decorators)
 
 
-def _always_raises(body: list) -> bool:
-    if not body:
-        return False
-    last = body[-1]
-    if isinstance(last, ast.Raise):
-        return True
-    if isinstance(last, ast.If):
-        return _always_raises(last.body) and _always_raises(last.orelse)
-    return False
-
-
 def _yield_in_handled_try(node) -> bool:
     """A ``yield`` inside the body of a ``try`` whose handler goes on (or a
     ``with`` that suppresses): a generator context manager that swallows the
@@ -1113,19 +1103,14 @@ def _yield_in_handled_try(node) -> bool:
     n: Any
     for n in ast.walk(node):
         if isinstance(n, ast.Try) or type(n).__name__ == "TryStar":
-            if any(not _always_raises(h.body) for h in n.handlers) and any(
+            if any(not always_raises(h.body) for h in n.handlers) and any(
                 isinstance(x, (ast.Yield, ast.YieldFrom)) for stmt in n.body for x in ast.walk(stmt)
             ):
                 return True
-        elif isinstance(n, (ast.With, ast.AsyncWith)) and any(_suppress_call(i.context_expr) for i in n.items):
+        elif isinstance(n, (ast.With, ast.AsyncWith)) and any(suppress_call(i.context_expr) for i in n.items):
             if any(isinstance(x, (ast.Yield, ast.YieldFrom)) for stmt in n.body for x in ast.walk(stmt)):
                 return True
     return False
-
-
-def _suppress_call(e) -> bool:
-    f = e.func if isinstance(e, ast.Call) else e
-    return (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "") == "suppress"
 
 
 def _field_call(e) -> bool:

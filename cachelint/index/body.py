@@ -112,16 +112,16 @@ def _returns_in(body: list) -> bool:
     return False
 
 
+def suppress_call(e) -> bool:
+    """Context expression ``e`` is ``suppress(...)`` (``contextlib.suppress``)."""
+    f = e.func if isinstance(e, ast.Call) else e
+    return (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "") == "suppress"
+
+
 def _suppresses(stmt) -> bool:
     """A ``with`` whose context manager is ``suppress(...)``: an exception in
     its body skips the rest of the body and goes on after the statement."""
-    for item in stmt.items:
-        e = item.context_expr
-        f = e.func if isinstance(e, ast.Call) else e
-        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-        if name == "suppress":
-            return True
-    return False
+    return any(suppress_call(item.context_expr) for item in stmt.items)
 
 
 def _marker(text: str) -> tuple:
@@ -130,7 +130,7 @@ def _marker(text: str) -> tuple:
     return (("name", f"<{text}>"), True)
 
 
-def _always_raises(body: list) -> bool:
+def always_raises(body: list) -> bool:
     """Every path through ``body`` ends in a ``raise`` (a ``return`` does not count)."""
     if not body:
         return False
@@ -138,7 +138,7 @@ def _always_raises(body: list) -> bool:
     if isinstance(last, ast.Raise):
         return True
     if isinstance(last, ast.If):
-        return _always_raises(last.body) and _always_raises(last.orelse)
+        return always_raises(last.body) and always_raises(last.orelse)
     return False
 
 
@@ -658,7 +658,7 @@ class FunctionBodyIndexer:
             # the `else` runs only when the body raised nothing: a handler
             # that goes on (or returns) skips it while the function completes
             g_else = g + tuple(
-                _marker(f"no exception caught at line {h.lineno}") for h in stmt.handlers if not _always_raises(h.body)
+                _marker(f"no exception caught at line {h.lineno}") for h in stmt.handlers if not always_raises(h.body)
             )
             normal = self.block(stmt.orelse, g_else, in_loop)[base:] if stmt.orelse else g[base:]
             if not (_returns_in(stmt.body) or _returns_in(stmt.orelse)):
