@@ -37,11 +37,9 @@ from .bodies import first_line
 from .construction import super_calls
 
 if TYPE_CHECKING:
+    from ..semantic.writes import Writes
     from .bodies import Bodies
     from .totality import Totality
-
-if TYPE_CHECKING:
-    from ..semantic.writes import Writes
 
 # the metaclasses whose `__call__` is `type.__call__` (it runs `__init__`)
 _PLAIN_METACLASSES = frozenset(
@@ -85,6 +83,8 @@ class Bypasses:
         writes: Writes
         _totality: Totality | None
         bodies: Bodies
+
+        def _skippers_at(self, f: FunctionInfo, stmt_line: int) -> list: ...
 
     def _bypasses(self, site) -> list:
         """(class, reason) for each construction that skips the fill (see the module docstring)."""
@@ -379,6 +379,6 @@ class Bypasses:
         lines = set(super_calls(own, name))
         for c in own.calls:
             if c.line in lines and not c.guard and not c.in_loop and not c.in_handler:
-                if not self._skippers_at(own, c.stmt_line):  # type: ignore[attr-defined]
+                if not self._skippers_at(own, c.stmt_line):
                     return True
         return False
