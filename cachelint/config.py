@@ -105,6 +105,7 @@ class Config:
     # runs per step of each hot kind, overriding cachelint/facts/frequency.toml ([tool.cachelint.frequency])
     frequency: tuple[tuple[str, float], ...] = ()
     extend_compile_decorators: tuple[str, ...] = ()
+    extend_receive_calls: tuple[str, ...] = ()
     extend_custom_op_registrars: tuple[CustomOpRegistrar, ...] = ()
     source: str | None = None  # the file it came from
     # resolved later by `resolve_presets`
@@ -115,6 +116,8 @@ class Config:
     cold: tuple[str, ...] = ()  # functions the hot-path walk never enters
     # class decorators that compile the class's forward (presets plus extend-compile-decorators)
     compile_decorators: tuple[str, ...] = ()
+    # calls that take the next value from outside (presets plus extend-receive-calls)
+    receive_calls: tuple[str, ...] = ()
     # functions that register torch custom ops (presets plus extend-custom-op-registrars)
     custom_op_registrars: tuple[CustomOpRegistrar, ...] = ()
 
@@ -155,6 +158,7 @@ _KEYS = {
     "include-vendored",
     "frequency",
     "extend-compile-decorators",
+    "extend-receive-calls",
     "extend-custom-op-registrars",
 }
 
@@ -345,6 +349,7 @@ def parse_table(t: dict, where: str) -> Config:
     if "frequency" in t:
         kw["frequency"] = _frequency(t["frequency"], where)
     kw["extend_compile_decorators"] = _str_list(t, "extend-compile-decorators", where)
+    kw["extend_receive_calls"] = _str_list(t, "extend-receive-calls", where)
     if "extend-custom-op-registrars" in t:
         kw["extend_custom_op_registrars"] = _registrars(
             t["extend-custom-op-registrars"], where, "extend-custom-op-registrars"
@@ -438,6 +443,7 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
     decorators: list[str] = list(DEFAULT_CACHE_DECORATORS)
     cold: list[str] = []
     compile_decorators: list[str] = []
+    receives: list[str] = []
     registrars: list[CustomOpRegistrar] = []
     pure: list[str] = []
     for n in names:
@@ -447,9 +453,11 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
         decorators.extend(_str_list(data, "cache-decorators", f"preset {n}"))
         cold.extend(_str_list(data, "cold-functions", f"preset {n}"))
         compile_decorators.extend(_str_list(data, "compile-decorators", f"preset {n}"))
+        receives.extend(_str_list(data, "receive-calls", f"preset {n}"))
         registrars.extend(_registrars(data.get("custom-op-registrars", []), f"preset {n}", "custom-op-registrars"))
         pure.extend(_str_list(data, "pure-calls", f"preset {n}"))
     compile_decorators.extend(cfg.extend_compile_decorators)
+    receives.extend(cfg.extend_receive_calls)
     registrars.extend(cfg.extend_custom_op_registrars)
     if cfg.cache_decorators is not None:
         decorators = list(cfg.cache_decorators)
@@ -473,5 +481,6 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
         decorators=tuple(dict.fromkeys(decorators)),
         cold=tuple(dict.fromkeys(cold)),
         compile_decorators=tuple(dict.fromkeys(compile_decorators)),
+        receive_calls=tuple(dict.fromkeys(receives)),
         custom_op_registrars=tuple(dict.fromkeys(registrars)),
     )

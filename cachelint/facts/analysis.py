@@ -23,6 +23,7 @@ from .catalog import Catalog
 from .cost import CostModel
 from .estimate import Estimator
 from .invariants import InvariantCheck, InvariantState
+from .receives import Receives
 from .state import ProcessState
 
 
@@ -66,6 +67,11 @@ class Analysis:
     def bodies(self) -> Bodies:
         """Function bodies parsed again on demand (statement structure, reads in conditions)."""
         return Bodies(self.program)
+
+    @cached_property
+    def receives(self) -> Receives:
+        """Which calls take a new value from outside each time, and which functions return one."""
+        return Receives(self.program, self.bodies, self.catalog, self.config.receive_calls)
 
     @cached_property
     def state(self) -> ProcessState:

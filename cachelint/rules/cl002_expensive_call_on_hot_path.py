@@ -326,6 +326,7 @@ class ExpensiveCallOnHotPath(Rule):
         "cached_call_spans",
         "bodies",
         "state",
+        "receives",
         "compiled",
         "estimates",
         "writes",

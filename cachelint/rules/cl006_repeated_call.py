@@ -85,7 +85,9 @@ class RepeatedCall(Rule):
     unknown type) is reported with "cost unknown".
 
     Never reported: calls whose value is discarded (made for their side
-    effect), calls that each fill their own attribute or item
+    effect), calls whose value is new each time (a receive from a socket,
+    queue or another rank, a clock: the ``receive-calls`` patterns), or
+    whose callee returns what such a call gave it, calls that each fill their own attribute or item
     (``self.a = make(); self.b = make()``: one object per slot, which one
     shared value would alias), a local filled once inside a loop (``if x
     is None: x = ...``), uses on exclusive branches (an ``if`` and its ``else``, a
@@ -181,10 +183,44 @@ class RepeatedCall(Rule):
     name = "repeated-call"
     summary = "Same call repeated in one run of a hot function"
     fix_availability = "sometimes"
-    reads = ("hot", "program", "config", "cost", "cached_call_spans", "bodies", "state", "estimates")
+    reads = ("hot", "program", "config", "cost", "cached_call_spans", "bodies", "state", "receives", "estimates")
     needs_hot_paths = True
 
     VALID = [
+        # each pass receives the next message from the previous stage: what the
+        # callee returns is what `dist.recv` put in the buffer, new on each call
+        Example(
+            """
+import pickle
+
+import torch.distributed as dist
+
+def receive_object(buf, src):
+    dist.recv(buf, src=src)
+    return pickle.loads(bytes(buf.tolist()))
+
+class Runner:
+    def __init__(self, buf, rank):
+        self.buf = buf
+        self.rank = rank
+
+    def recv_from_prev(self):
+        if self.rank > 0:
+            data = receive_object(self.buf, self.rank - 1)
+        else:
+            data = None
+        return data
+
+    def execute_model(self, batches):
+        out = []
+        for batch in batches:
+            ids = self.recv_from_prev()
+            out.append([r for r in batch if r in ids])
+        return out
+""",
+            preset="python",
+            hot_roots=_ROOTS,
+        ),
         # the loop takes each request off the queue: the call on the declared base
         # runs the subclass's `pop_request`, whose change to the queue is the call's
         Example(
@@ -957,8 +993,10 @@ class _Function:
         callee = p.call_callee(self.f, c)
         names = p.callee_names(callee, dotted(c.func))
         fn = p.callee_function(callee) if callee is not None else None
-        if any(n.startswith(NONDETERMINISTIC) for n in names):
-            return None
+        if names and self.a.receives.receive(names) is not None:
+            return None  # a receive, a clock, a random source: each call gives a new value
+        if fn is not None and self.a.receives.draws(fn) is not None:
+            return None  # what it returns comes from such a call
         if callee is not None and len(callee) == 1 and isinstance(callee[0], GlobalRoot):
             qn = callee[0].qualname
             if qn in p.classes:

@@ -87,6 +87,11 @@ class HoistPlanner(Memoizer, LocalHoists):
                 s.varies = "it copies `self`, whose whole current state it reads, not only which object it is"
                 continue
             else:
+                fn = self.p.callee_function(s.callee) if s.callee is not None else None
+                drawn = self.a.receives.draws(fn) if fn is not None else None
+                if drawn is not None:  # each call receives anew, whatever its inputs
+                    s.varies = drawn
+                    continue
                 why = self.inputs_vary(s.function, s.call)
             if why is None:
                 s.repeated = "its inputs are the same on every run"
