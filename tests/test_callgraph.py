@@ -360,6 +360,53 @@ def test_callables_in_attributes_dicts_registries_and_partials():
     assert "m.gelu" in _hot(src, "m.Layer.forward")
 
 
+def test_what_a_callable_returns_follows_its_callable_annotation():
+    # a registry of weak references (`dict[str, Callable[[], X | None]]`), a
+    # factory parameter and a factory attribute: the value called is a
+    # function cachelint does not see, but its annotation says what it gives
+    src = """
+    import weakref
+    from typing import Callable, Optional
+
+    class Group:
+        def all_reduce(self, x):
+            return x
+
+    class Other:
+        def all_reduce(self, x):
+            return x
+
+    _groups: dict[str, Callable[[], Optional[Group]]] = {}
+
+    def register(group: Group):
+        _groups["tp"] = weakref.ref(group)
+
+    def reduce_by_name(name: str, x):
+        group = _groups[name]()
+        assert group is not None
+        return group.all_reduce(x)
+
+    def reduce_with(make: Callable[[], Group], x):
+        return make().all_reduce(x)
+
+    class Layer:
+        factory: "Callable[..., Group]"
+
+        def forward(self, x):
+            g = self.factory()
+            return g.all_reduce(x)
+
+    def untyped(table, x):
+        return table["tp"]().all_reduce(x)
+    """
+    g = _graph(src)
+    assert "m.Group.all_reduce" in g["m.reduce_by_name"]
+    assert "m.Group.all_reduce" in g["m.reduce_with"]
+    assert "m.Group.all_reduce" in g["m.Layer.forward"]
+    assert "m.Other.all_reduce" not in g["m.reduce_by_name"] + g["m.reduce_with"] + g["m.Layer.forward"]
+    assert not [e for e in g["m.untyped"] if e.endswith("all_reduce")]  # nothing declares what it returns
+
+
 def test_module_getattr_pep_562():
     lazy = """
     def __getattr__(name):

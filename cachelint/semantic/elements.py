@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..index.expr import UNKNOWN, dotted
 from ..index.records import FunctionInfo
-from .types import string_annotation
+from .types import only_member, string_annotation
 from .values import ALIAS_KINDS, CallRoot, GlobalRoot, ParamRoot, Value
 
 if TYPE_CHECKING:
@@ -97,6 +97,8 @@ class Elements:
         def mro(self, class_qn: str) -> list[str]: ...
         def annotation_name(self, ann, module: str) -> str | None: ...
         def resolve_annotation(self, ann, module: str, depth: int = 0) -> str | None: ...
+        def value_annotation(self, v: Value) -> tuple | None: ...
+        def callable_return(self, ann, module: str, depth: int = 0) -> tuple | None: ...
         def self_attr_writers(self, class_qn: str, attr: str) -> list: ...
         def type_of(self, v: Value | None, depth: int = 0) -> str | None: ...
 
@@ -228,13 +230,74 @@ class Elements:
             if made:
                 return made
             callee = self.canon(e[1], ctx)
-            if callee is None:
-                return ()
+            if callee is None or self.callee_function(callee) is None:
+                called = self._callable_results(e[1], ctx, depth + 1)
+                if called or callee is None:
+                    return called
             if len(callee) == 1 and isinstance(callee[0], GlobalRoot) and callee[0].qualname in self.classes:
                 return (callee[0].qualname,)
             fn = self.callee_function(callee)
             return self.returned_classes(fn) if fn is not None else ()
         return ()
+
+    # ----- callables -----------------------------------------------------------------
+    def _callable_results(self, func, ctx: FunctionContext, depth: int) -> Classes:
+        """The classes calling ``func`` returns, from annotations: ``func``
+        annotated ``Callable[..., R]`` (``Optional`` of one, or an alias), or
+        an element of a mapping or sequence annotated to hold such callables
+        (``groups: dict[str, Callable[[], Group | None]]``, ``groups[name]()``):
+        the members of ``R``."""
+        if depth > _MAX_DEPTH:
+            return ()
+        if func[0] == "sub":
+            found = self.annotation_of(func[1], ctx)
+            if found is None:
+                return ()
+            found = self._element_annotation(found[0], found[1], 0)
+        else:
+            found = self.annotation_of(func, ctx)
+        if found is None:
+            return ()
+        ret = self.callable_return(found[0], found[1])
+        return self.annotation_classes(ret[0], ret[1], depth + 1) if ret is not None else ()
+
+    def annotation_of(self, e, ctx: FunctionContext) -> tuple | None:
+        """``(annotation, module)`` declared for the value of ``e``: a
+        parameter's, a module variable's, an attribute's (a class-level
+        annotation or an annotated assignment in the class), or a local's
+        annotated assignment; None when nothing declares one."""
+        if e[0] == "name":
+            local = ctx.locals.get(e[1], ())
+            if len(local) == 1 and local[0].annotation is not None and e[1] not in ctx.params:
+                return local[0].annotation, ctx.f.module
+        v = self.canon(e, ctx)
+        return self.value_annotation(v) if v is not None else None
+
+    def _element_annotation(self, ann, module: str, depth: int) -> tuple | None:
+        """``(annotation, module)`` of what subscripting a value annotated ``ann``
+        gives: a mapping's values, a sequence's elements."""
+        if ann is None or depth > _MAX_DEPTH:
+            return None
+        parsed = string_annotation(ann)
+        if parsed is not None:
+            return self._element_annotation(parsed, module, depth + 1)
+        inner = only_member(ann)
+        if inner is not None:
+            return self._element_annotation(inner, module, depth + 1)
+        if ann[0] in ("name", "attr"):
+            alias = self._alias_value(ann, module)
+            return self._element_annotation(alias[0], alias[1], depth + 1) if alias is not None else None
+        if ann[0] != "sub":
+            return None
+        last = (dotted(ann[1]) or "").rpartition(".")[2]
+        args = _type_arguments(ann)
+        if last in ("Final", "ClassVar", "Annotated") and args:
+            return self._element_annotation(args[0], module, depth + 1)
+        if last in _MAPPINGS and len(args) == 2:
+            return args[1], module
+        if last in _SEQUENCES and len(args) == 1:
+            return args[0], module
+        return None
 
     def _made_by_factory(self, func, ctx: FunctionContext) -> Classes:
         """The classes ``func(...)`` constructs when ``func`` is what a
@@ -271,7 +334,11 @@ class Elements:
                 return self.annotation_classes(ann, module) if module is not None else ()
             if isinstance(root, CallRoot):
                 fn = self.callee_function(root.callee)
-                return self.returned_classes(fn) if fn is not None else ()
+                if fn is not None:
+                    return self.returned_classes(fn)
+                found = self.value_annotation(root.callee)  # a value annotated `Callable[..., R]`
+                ret = self.callable_return(found[0], found[1]) if found is not None else None
+                return self.annotation_classes(ret[0], ret[1], depth + 1) if ret is not None else ()
             return ()
         if depth > _MAX_DEPTH:
             return ()

@@ -146,6 +146,60 @@ class Types:
                 return self.resolve_annotation(e[2][1], mod, depth + 1)
         return None
 
+    def value_annotation(self, v: Value) -> tuple | None:
+        """``(annotation, module)`` declared for canonical value ``v``: a
+        parameter's, a module variable's, or an attribute's (a class-level
+        annotation or an annotated assignment in the class); None when
+        nothing declares one."""
+        root = v[0]
+        if len(v) == 1:
+            if isinstance(root, ParamRoot):
+                f = self.functions.get(root.function)
+                p = next((p for p in f.params if p.name == root.name), None) if f is not None else None
+                return (p.annotation, f.module) if p is not None and f is not None and p.annotation else None
+            if isinstance(root, GlobalRoot):
+                mod, _, name = root.qualname.rpartition(".")
+                fi = self.modules.get(mod)
+                ann = fi.global_annotations.get(name) if fi is not None else None
+                return (ann, mod) if ann is not None else None
+            return None
+        owner = self.type_of(v[:-1])
+        if owner is None:
+            return None
+        attr = v[-1]
+        for qn in self.mro(owner):
+            c = self.classes.get(qn)
+            if c is not None and attr in c.fields:
+                return c.fields[attr], c.module
+        for f, a in self.self_attr_writers(owner, attr):
+            if a.annotation is not None:
+                return a.annotation, f.module
+        return None
+
+    def callable_return(self, ann, module: str, depth: int = 0) -> tuple | None:
+        """``(R, module)`` of an annotation ``Callable[..., R]`` (or ``Optional``
+        of one, a string of one, or an alias of one)."""
+        if ann is None or depth > 6:
+            return None
+        parsed = string_annotation(ann)
+        if parsed is not None:
+            return self.callable_return(parsed, module, depth + 1)
+        inner = only_member(ann)
+        if inner is not None:
+            return self.callable_return(inner, module, depth + 1)
+        if ann[0] in ("name", "attr"):
+            qn = self.annotation_name(ann, module)
+            if qn is None or qn in self.classes or not self.is_module_level_variable(qn):
+                return None
+            mod, _, name = qn.rpartition(".")
+            fi = self.modules.get(mod)
+            alias = fi.globals.get(name) if fi is not None else None
+            return self.callable_return(alias, mod, depth + 1) if alias is not None and alias[0] == "sub" else None
+        if ann[0] != "sub" or (dotted(ann[1]) or "").rpartition(".")[2] != "Callable":
+            return None
+        args: tuple = ann[2][1] if ann[2][0] == "tuple" else (ann[2],)
+        return (args[1], module) if len(args) == 2 else None
+
     def type_of(self, v: Value | None, depth: int = 0) -> str | None:
         """Class qualified name of the object ``v`` denotes, when known."""
         if v is None or depth > 8:
@@ -216,7 +270,9 @@ class Types:
                         # a class constructed through an alias: `make = Cls; make()`
                         return fn.class_qualname
                     return self.return_type(fn, depth + 1)
-                return None
+                found = self.value_annotation(callee)  # a value annotated `Callable[..., R]`: R
+                ret = self.callable_return(found[0], found[1]) if found is not None else None
+                return self.resolve_annotation(ret[0], ret[1]) if ret is not None else None
             return None
         owner = self.type_of(v[:-1], depth + 1)
         if owner is None:
