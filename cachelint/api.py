@@ -363,8 +363,10 @@ def call_graph(
 
     config = config or Config()
     files = _discover(paths, config)
+    cfg = _resolve(config, files)  # the presets' custom ops and call methods are edges, as in `check`
     try:
-        graph = build(Program(index_files(files, jobs)), external=external)
+        program = Program(index_files(files, jobs), None, None, cfg.custom_op_registrars, cfg.call_methods)
+        graph = build(program, external=external)
     finally:
         gc.unfreeze()
     return dict(sorted(graph.items()))

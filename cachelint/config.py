@@ -106,6 +106,7 @@ class Config:
     frequency: tuple[tuple[str, float], ...] = ()
     extend_compile_decorators: tuple[str, ...] = ()
     extend_receive_calls: tuple[str, ...] = ()
+    extend_call_methods: tuple[str, ...] = ()
     extend_custom_op_registrars: tuple[CustomOpRegistrar, ...] = ()
     source: str | None = None  # the file it came from
     # resolved later by `resolve_presets`
@@ -116,6 +117,8 @@ class Config:
     cold: tuple[str, ...] = ()  # functions the hot-path walk never enters
     # class decorators that compile the class's forward (presets plus extend-compile-decorators)
     compile_decorators: tuple[str, ...] = ()
+    # `Base.method`: calling an instance of a subclass of Base runs method (presets plus extend-call-methods)
+    call_methods: tuple[str, ...] = ()
     # calls that take the next value from outside (presets plus extend-receive-calls)
     receive_calls: tuple[str, ...] = ()
     # functions that register torch custom ops (presets plus extend-custom-op-registrars)
@@ -159,6 +162,7 @@ _KEYS = {
     "frequency",
     "extend-compile-decorators",
     "extend-receive-calls",
+    "extend-call-methods",
     "extend-custom-op-registrars",
 }
 
@@ -170,6 +174,16 @@ def _str_list(d: dict, key: str, where: str) -> tuple[str, ...]:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise ConfigError(f"{where}: `{key}` must be a list of strings")
     return tuple(v)
+
+
+def _call_methods(d: dict, key: str, where: str) -> tuple[str, ...]:
+    """``Class.method`` strings: a qualified class name and a method name."""
+    out = _str_list(d, key, where)
+    for x in out:
+        cls, _, method = x.rpartition(".")
+        if not cls or not method.isidentifier():
+            raise ConfigError(f"{where}: `{key}` entries are `package.Class.method`, not {x!r}")
+    return out
 
 
 def _cost(value, where: str, what: str) -> str:
@@ -350,6 +364,7 @@ def parse_table(t: dict, where: str) -> Config:
         kw["frequency"] = _frequency(t["frequency"], where)
     kw["extend_compile_decorators"] = _str_list(t, "extend-compile-decorators", where)
     kw["extend_receive_calls"] = _str_list(t, "extend-receive-calls", where)
+    kw["extend_call_methods"] = _call_methods(t, "extend-call-methods", where)
     if "extend-custom-op-registrars" in t:
         kw["extend_custom_op_registrars"] = _registrars(
             t["extend-custom-op-registrars"], where, "extend-custom-op-registrars"
@@ -444,6 +459,7 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
     cold: list[str] = []
     compile_decorators: list[str] = []
     receives: list[str] = []
+    call_methods: list[str] = []
     registrars: list[CustomOpRegistrar] = []
     pure: list[str] = []
     for n in names:
@@ -454,10 +470,12 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
         cold.extend(_str_list(data, "cold-functions", f"preset {n}"))
         compile_decorators.extend(_str_list(data, "compile-decorators", f"preset {n}"))
         receives.extend(_str_list(data, "receive-calls", f"preset {n}"))
+        call_methods.extend(_call_methods(data, "call-methods", f"preset {n}"))
         registrars.extend(_registrars(data.get("custom-op-registrars", []), f"preset {n}", "custom-op-registrars"))
         pure.extend(_str_list(data, "pure-calls", f"preset {n}"))
     compile_decorators.extend(cfg.extend_compile_decorators)
     receives.extend(cfg.extend_receive_calls)
+    call_methods.extend(cfg.extend_call_methods)
     registrars.extend(cfg.extend_custom_op_registrars)
     if cfg.cache_decorators is not None:
         decorators = list(cfg.cache_decorators)
@@ -482,5 +500,6 @@ def resolve_presets(cfg: Config, top_level_packages: set[str]) -> Config:
         cold=tuple(dict.fromkeys(cold)),
         compile_decorators=tuple(dict.fromkeys(compile_decorators)),
         receive_calls=tuple(dict.fromkeys(receives)),
+        call_methods=tuple(dict.fromkeys(call_methods)),
         custom_op_registrars=tuple(dict.fromkeys(registrars)),
     )

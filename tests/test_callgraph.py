@@ -14,7 +14,7 @@ import pytest
 
 from cachelint.api import call_graph as api_call_graph
 from cachelint.cli import main
-from cachelint.config import CustomOpRegistrar, HotRoot
+from cachelint.config import ConfigError, CustomOpRegistrar, HotRoot, parse_table
 from cachelint.index.walk import index_source
 from cachelint.semantic.callgraph import call_graph, hot_paths
 from cachelint.semantic.program import Program
@@ -405,6 +405,82 @@ def test_what_a_callable_returns_follows_its_callable_annotation():
     assert "m.Group.all_reduce" in g["m.Layer.forward"]
     assert "m.Other.all_reduce" not in g["m.reduce_by_name"] + g["m.reduce_with"] + g["m.Layer.forward"]
     assert not [e for e in g["m.untyped"] if e.endswith("all_reduce")]  # nothing declares what it returns
+
+
+def test_calling_a_torch_module_runs_its_forward():
+    # nn.Module.__call__ is torch's: it runs the subclass's forward. The
+    # python preset says so (`call-methods`); without it the call runs
+    # nothing cachelint can see.
+    src = """
+    from torch import nn
+
+    class Norm(nn.Module):
+        def forward(self, x):
+            return x
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = Norm()
+
+        def forward(self, x):
+            return self.norm(x)
+
+    class Callable_(nn.Module):
+        def __call__(self, x):
+            return x
+
+        def forward(self, x):
+            return x
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = [Block(), Block()]
+            self.own = Callable_()
+
+        def forward(self, x, block: Block):
+            for b in self.blocks:
+                x = b(x)
+            x = block(x)
+            return self.own(x)
+    """
+    program = Program(
+        [index_source(textwrap.dedent(src), "m.py", "m", False)], call_methods=("torch.nn.Module.forward",)
+    )
+    g = call_graph(program)
+    assert g["m.Block.forward"] == ["m.Norm.forward"]
+    assert "m.Block.forward" in g["m.Model.forward"]
+    assert "m.Callable_.__call__" in g["m.Model.forward"]  # its own __call__ wins
+    assert "m.Callable_.forward" not in g["m.Model.forward"]
+    assert not [e for e in _graph(src)["m.Model.forward"] if e.endswith(".forward")]  # not without the preset
+    hp = hot_paths(program, (HotRoot("m.Model.forward", "per-step"),))
+    assert "m.Norm.forward" in hp.chains
+
+
+def test_extend_call_methods_names_another_library_s_dispatch(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops.py").write_text(
+        textwrap.dedent(
+            """
+            from mylib import Op
+
+            class Scale(Op):
+                def run(self, x):
+                    return x
+
+            def apply(op: Scale, x):
+                return op(x)
+            """
+        )
+    )
+    cfg = parse_table({"extend-call-methods": ["mylib.Op.run"]}, "pyproject.toml")
+    assert api_call_graph([str(pkg)], cfg)["pkg.ops.apply"] == ["pkg.ops.Scale.run"]
+    assert "pkg.ops.Scale.run" not in api_call_graph([str(pkg)]).get("pkg.ops.apply", [])
+    with pytest.raises(ConfigError):
+        parse_table({"extend-call-methods": ["run"]}, "pyproject.toml")
 
 
 def test_module_getattr_pep_562():

@@ -37,7 +37,9 @@ class Analysis:
         sources: dict[str, bytes] | None = None,
     ) -> None:
         self.config = config
-        self.program = Program(indexes, CacheDecorators(config.decorators), sources, config.custom_op_registrars)
+        self.program = Program(
+            indexes, CacheDecorators(config.decorators), sources, config.custom_op_registrars, config.call_methods
+        )
         self.catalog = Catalog(config.catalog)
         # the invariants of cachelint.lock (None: no lock file)
         self.invariants = invariants

@@ -96,6 +96,9 @@ class Calls:
         def custom_op_targets(self, callee: Value | None, spelled: str | None) -> list[FunctionInfo]: ...
         def element_functions(self, sub, ctx: FunctionContext) -> list[FunctionInfo]: ...
         def expr_classes(self, e, ctx: FunctionContext, depth: int = 0) -> tuple[str, ...]: ...
+        def iterable_elements(
+            self, e, ctx: FunctionContext, depth: int = 0, items: bool = False
+        ) -> tuple[str, ...]: ...
         def exact_class(self, v: Value) -> bool: ...
 
         functions: dict[str, FunctionInfo]
@@ -104,6 +107,8 @@ class Calls:
         def is_module_level_variable(self, qn: str) -> bool: ...
         def is_protocol(self, class_qn: str) -> bool: ...
         def lookup_method(self, class_qn: str, name: str) -> FunctionInfo | None: ...
+
+        call_methods: dict[str, str]
 
         modules: dict[str, FileIndex]
 
@@ -153,7 +158,7 @@ class Calls:
                 return self.lookup_method(cls, "__init__")
             t = self.type_of(callee)
             if t is not None and t in self.classes:  # calling an instance runs its __call__
-                return self.lookup_method(t, "__call__")
+                return self.instance_call(t)
             return None
         base = callee[:-1]
         if len(base) == 1:
@@ -174,6 +179,19 @@ class Calls:
         v = self.canon_attr_value(callee)
         if v is not None and v != callee:
             return self.callee_function(v, depth + 1)
+        return None
+
+    def instance_call(self, class_qn: str) -> FunctionInfo | None:
+        """What calling an instance of ``class_qn`` runs: its ``__call__``, or,
+        when it inherits that from a class outside the tree that `call-methods`
+        names (``torch.nn.Module.forward``), the method that class calls."""
+        m = self.lookup_method(class_qn, "__call__")
+        if m is not None or not self.call_methods:
+            return m
+        for base in self.mro(class_qn):
+            method = self.call_methods.get(base)
+            if method is not None:
+                return self.lookup_method(class_qn, method)
         return None
 
     def attr_callable(self, class_qn: str, attr: str, depth: int) -> FunctionInfo | None:
@@ -289,10 +307,14 @@ class Calls:
             return [m] if m is not None else []
         callee = self.call_callee(f, call)
         if callee is None:
-            if func[0] == "sub":  # handlers["a"](), table[i]()
-                return self.element_functions(func, self.context(f))
+            if func[0] == "sub":  # handlers["a"](), table[i](), self.layers[i](x)
+                ctx = self.context(f)
+                found = self.element_functions(func, ctx)
+                return found or self._instance_calls(self.iterable_elements(func[1], ctx, items=True))
             if func[0] == "attr":  # m.step() on a loop variable: the classes of the iterable's elements
                 return self._targets_on_classes(self.expr_classes(func[1], self.context(f)), func[2])
+            if func[0] == "name":  # layer(x) on a loop variable: calling each class's instances
+                return self._instance_calls(self.expr_classes(func, self.context(f)))
             return []
         out: list[FunctionInfo] = []
         fn = self.callee_function(callee)
@@ -374,6 +396,15 @@ class Calls:
                     self._opaque_args.add((id(call), g.qualname))
         if fn is None and not out:  # torch.ops.<ns>.<op>(...): the function registered as that op
             out.extend(self.custom_op_targets(callee, dotted(func)))
+        return out
+
+    def _instance_calls(self, classes: tuple[str, ...]) -> list[FunctionInfo]:
+        """What calling an instance of one of ``classes`` runs (see :meth:`instance_call`)."""
+        out: list[FunctionInfo] = []
+        for c in classes:
+            m = self.instance_call(c)
+            if m is not None and m not in out:
+                out.append(m)
         return out
 
     def _targets_on_classes(self, classes: tuple[str, ...], name: str) -> list[FunctionInfo]:

@@ -112,6 +112,7 @@ class Program(Hierarchy, Types, Elements, Containers, CustomOps, Calls):
         cache_decorators: CacheDecorators | None = None,
         sources: dict[str, bytes] | None = None,
         custom_op_registrars: tuple[CustomOpRegistrar, ...] = (),
+        call_methods: tuple[str, ...] = (),
     ) -> None:
         self.indexes = indexes
         # which decorators memoize (configuration and presets: `cache-decorators`)
@@ -122,6 +123,9 @@ class Program(Hierarchy, Types, Elements, Containers, CustomOps, Calls):
         # functions that register torch custom ops (see .customops)
         self.custom_op_registrars = custom_op_registrars
         self._custom_ops: dict | None = None
+        # classes outside the tree whose instances, called, run a method of
+        # the subclass (`call-methods`: torch.nn.Module runs `forward`)
+        self.call_methods: dict[str, str] = {c: m for c, _, m in (x.rpartition(".") for x in call_methods)}
         self.modules: dict[str, FileIndex] = {}
         self.modules_by_path: dict[str, FileIndex] = {}
         self.functions: dict[str, FunctionInfo] = {}
