@@ -458,6 +458,49 @@ def test_calling_a_torch_module_runs_its_forward():
     assert "m.Norm.forward" in hp.chains
 
 
+def test_module_lists_dicts_and_handler_tables_held_by_self():
+    src = """
+    from torch import nn
+
+    class Block(nn.Module):
+        def forward(self, x):
+            return x
+
+    class Head(nn.Module):
+        def forward(self, x):
+            return x
+
+    class Model(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.layers = nn.ModuleList([Block() for _ in range(n)])
+            self.heads = nn.ModuleDict({"a": Head()})
+            self.handlers = {"a": self.handle_a, "b": self.handle_b}
+
+        def handle_a(self, x):
+            return x
+
+        def handle_b(self, x):
+            return x
+
+        def forward(self, x, i, k):
+            for layer in self.layers:
+                x = layer(x)
+            y = self.layers[i](x)
+            z = self.heads["a"](y)
+            return self.handlers[k](z)
+
+        def first(self, x):
+            return self.handlers["a"](x)
+    """
+    program = Program(
+        [index_source(textwrap.dedent(src), "m.py", "m", False)], call_methods=("torch.nn.Module.forward",)
+    )
+    g = call_graph(program)
+    assert {"m.Block.forward", "m.Head.forward", "m.Model.handle_a", "m.Model.handle_b"} <= set(g["m.Model.forward"])
+    assert g["m.Model.first"] == ["m.Model.handle_a"]  # a constant key: its entry
+
+
 def test_extend_call_methods_names_another_library_s_dispatch(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()

@@ -353,11 +353,20 @@ _BUILT_FROM_ELEMENTS = frozenset({"tuple", "list", "set", "frozenset", "sorted"}
 def _elements(value) -> Expr | None:
     """The expression each element of ``value`` is, when ``value`` builds a
     container from a comprehension: ``[e for ...]``, ``{e for ...}``, ``(e
-    for ...)``, or ``tuple``/``list``/``set``/``frozenset``/``sorted`` of one."""
+    for ...)``, ``tuple``/``list``/``set``/``frozenset``/``sorted`` of one,
+    or a class that holds what it is given (``nn.ModuleList([Block() for
+    ...])``: a call of a capitalised name whose one argument is a list
+    comprehension)."""
     t = type(value)
     if t is _Call and type(value.func) is ast.Name and value.func.id in _BUILT_FROM_ELEMENTS and len(value.args) == 1:
         value = value.args[0]
         t = type(value)
+    elif t is _Call and len(value.args) == 1 and not value.keywords and type(value.args[0]) is ast.ListComp:
+        f = value.func
+        name = f.id if type(f) is ast.Name else f.attr if type(f) is _Attribute else ""
+        if name[:1].isupper():
+            value = value.args[0]
+            t = type(value)
     if t in (ast.ListComp, ast.SetComp, ast.GeneratorExp):
         return conv(value.elt)
     return None

@@ -40,6 +40,7 @@ class Containers:
         modules: dict[str, FileIndex]
 
         def resolve_name(self, module: str, name: str, depth: int = 0) -> str | None: ...
+        def self_attr_writers(self, class_qn: str, attr: str) -> list: ...
 
     # ----- containers of callables: dicts, lists, registries --------------------------
     def element_functions(self, sub, ctx: FunctionContext) -> list[FunctionInfo]:
@@ -124,6 +125,15 @@ class Containers:
                 lits.extend(got[0])
                 lits.extend((v, c) for kk, v, c, _, _ in self.container_stores(got[1]) if kk is None)
             return lits, None
+        cls = ctx.self_class or ctx.f.class_qualname
+        if k == "attr" and e[1][0] == "name" and e[1][1] == ctx.self_name and cls is not None:
+            # `self.handlers = {"a": self.handle_a}` bound once (what other methods store into it is not read)
+            writers = self.self_attr_writers(cls, e[2])
+            if len(writers) != 1 or writers[0][1].kind not in ALIAS_KINDS or writers[0][1].in_loop:
+                return None
+            f, a = writers[0]
+            got = self.container(a.value, self.context(f, cls), depth + 1)
+            return (got[0], None) if got is not None else None
         if k != "name":
             return None
         name = e[1]

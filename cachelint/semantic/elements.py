@@ -75,6 +75,12 @@ def _type_arguments(sub) -> tuple:
     return s[1] if s[0] == "tuple" else (s,)
 
 
+def _capitalised(func) -> bool:
+    """``func`` is spelled as a class: its last name starts with a capital (``nn.ModuleDict``)."""
+    last = func[2] if func[0] == "attr" else func[1] if func[0] == "name" else ""
+    return isinstance(last, str) and last[:1].isupper()
+
+
 def _is_none(e) -> bool:
     return e == ("const", None) or e == ("name", "None")
 
@@ -450,10 +456,16 @@ class Elements:
     def _assigned_elements(self, a, ctx: FunctionContext, depth: int, items: bool = False) -> Classes:
         if a.elements is not None:
             return self.expr_classes(a.elements, ctx, depth + 1)
-        if a.value[0] in ("list", "tuple"):
-            return _union(self.expr_classes(x, ctx, depth + 1) for x in a.value[1])
-        if a.value[0] == "dict":
-            return _union(self.expr_classes(x, ctx, depth + 1) for x in (a.value[2] if items else a.value[1]))
+        v = a.value
+        if v[0] == "call" and len(v[2]) == 1 and not v[3] and v[2][0][0] in ("list", "tuple", "dict"):
+            # a class outside the tree that holds what it is given: `nn.ModuleList([a, b])`
+            callee = self.canon(v[1], ctx)
+            if callee is not None and self.callee_function(callee) is None and _capitalised(v[1]):
+                v = v[2][0]
+        if v[0] in ("list", "tuple"):
+            return _union(self.expr_classes(x, ctx, depth + 1) for x in v[1])
+        if v[0] == "dict":
+            return _union(self.expr_classes(x, ctx, depth + 1) for x in (v[2] if items else v[1]))
         return ()
 
     def _value_elements(self, v: Value, depth: int, items: bool = False) -> Classes:
