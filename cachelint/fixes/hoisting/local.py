@@ -17,7 +17,8 @@ from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
 from ...semantic.callgraph import resolve_call
 from ...semantic.idioms import is_property
-from ...semantic.values import CallRoot, ConstRoot, GlobalRoot, KwArg, ParamRoot, SelfRoot
+from ...semantic.values import GlobalRoot, ParamRoot, SelfRoot
+from .callinputs import CallInputs
 from .init import InitHoists
 from .site import (
     _BUILTINS,
@@ -35,7 +36,6 @@ from .syntax import (
     _SUSPENDS,
     _TRY,
     _bound_by,
-    _class_of,
     _deep_immutable,
     _evaluated_before,
     _implicit_uses,
@@ -156,7 +156,7 @@ _IMPLICIT = (
 )
 
 
-class LocalHoists(InitHoists):
+class LocalHoists(CallInputs, InitHoists):
     """The hoist-to-a-local fix and its safety checks."""
 
     # hoist to a local -------------------------------------------------------------------
@@ -463,30 +463,6 @@ class LocalHoists(InitHoists):
             ]
             memo.append(sorted(found, key=lambda g: g.qualname))
         return memo[0]
-
-    # what runs between the uses that its own body does not show -------------------------------
-    def _callee_inputs(self, s: Site) -> list[tuple[tuple, str]]:
-        """The binding the callee is looked up through: the name (``weight``,
-        a module global a ``global`` statement or ``sys.modules[...]`` may
-        rebind), or the attribute of the receiver (``self.weight``,
-        ``h.weight`` on a module ``h``). Rebinding it between the uses makes
-        the later use call something else."""
-        func, f, st, p = s.call.func, s.function, self.a.state, self.p
-        if func[0] == "name":
-            v = st.value(f, func)
-            return [(v, func[1])] if v is not None and isinstance(v[0], GlobalRoot) else []
-        if func[0] != "attr":
-            return []
-        rv = st.value(f, func[1])
-        if rv is None:
-            return []
-        if (
-            len(rv) == 1
-            and isinstance(rv[0], GlobalRoot)
-            and (rv[0].qualname in p.modules or rv[0].qualname in p.classes)
-        ):
-            return [(p.attr_value(rv, func[2]), render(func))]
-        return [(rv + (func[2],), render(func))]
 
     def _between_calls(self, f: FunctionInfo, occ: list, hp, loops: list) -> list:
         """The calls of ``f`` from the hoisted statement to the last use (or in a
@@ -1061,66 +1037,6 @@ class LocalHoists(InitHoists):
         binds = self.p.context(f).locals.get(name) or []
         return bool(binds) and all(_builtin_container(a.value) for a in binds)
 
-    def _sealed(self, v: tuple) -> bool:
-        """No call can change what ``v`` reads: a constant, a parameter
-        annotated with an immutable type, or an immutable builtin's result
-        of sealed arguments, read as a whole (not an attribute of it)."""
-        if v is None or len(v) != 1:
-            return False
-        root = v[0]
-        if isinstance(root, ConstRoot):
-            return True
-        if isinstance(root, ParamRoot):
-            fn = self.p.functions.get(root.function)
-            return fn is not None and _deep_immutable(_param_annotation(fn, root.name))
-        if isinstance(root, CallRoot):
-            callee = root.callee
-            return (
-                len(callee) == 1
-                and isinstance(callee[0], GlobalRoot)
-                and callee[0].qualname.startswith("builtins.")
-                and callee[0].qualname[9:] in _IMMUTABLE_RESULTS
-                and all(self._sealed(a.value if isinstance(a, KwArg) else a) for a in root.args)
-            )
-        return False
-
-    def _local_inputs(self, s: Site) -> list[tuple[tuple, str]]:
-        """What the call at ``s`` reads, as canonical values with their text:
-        its arguments, its receiver (for a method or property of the tree, the
-        attributes its body reads of that object), and the module state the
-        callee's body reads."""
-        p, st = self.p, self.a.state
-        f, c = s.function, s.call
-        g = p.callee_function(s.callee) if s.callee is not None else None
-        impls = self.a.cost.implementations(g) if g is not None else []
-        out: list[tuple[tuple, str]] = []
-        func = c.func
-        receiver = func[1] if func[0] == "attr" else None
-        if receiver is not None:
-            rv = st.value(f, receiver)
-            if rv is not None and not (
-                len(rv) == 1
-                and isinstance(rv[0], GlobalRoot)
-                and (rv[0].qualname in p.modules or rv[0].qualname in p.classes)
-            ):
-                if g is not None and g.self_name:
-                    # what any implementation the call may dispatch to reads (a stub's override)
-                    attrs: set = set()
-                    for impl in impls:
-                        attrs |= self._self_reads(impl) | self._class_reads(impl)
-                    out.extend((rv + (a,), f"{render(receiver)}.{a}") for a in sorted(attrs))
-                    out.extend(self._class_inputs(g, attrs))
-                else:
-                    out.append((rv, render(receiver)))
-        if not c.is_read:
-            for part in (*c.args, *(v for _kw, v in c.kwargs)):
-                v = st.value(f, part)
-                if v is not None:
-                    out.append((v, render(part)))
-        for impl in impls:
-            out.extend((u.value, u.shown) for u in st.reads(impl) if not u.environ)
-        return out
-
     # where the call now runs ---------------------------------------------------------------
     def _moved_out(self, s: Site, first: ast.AST, body, hp) -> str | None:
         """What the local, computed before the statement at ``hp``, takes the
@@ -1401,37 +1317,6 @@ class LocalHoists(InitHoists):
         if self.a.cost.purity(p.callee_names(callee, ast.unparse(fn)), None).pure:
             return False, None
         return False, f"`{shown}(...)` ({at}) is a call cachelint cannot resolve, which may change it"
-
-    def _class_reads(self, g: FunctionInfo) -> set:
-        """The attributes method ``g`` reads through its object's class:
-        ``type(self).scale``, ``self.__class__.scale``."""
-        body = self.a.bodies.body(g)
-        if body is None or g.self_name is None:
-            return set()
-        out = set()
-        for n in body.code_nodes:
-            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and _class_of(n.value, g.self_name):
-                out.add(n.attr)
-        return out
-
-    def _class_inputs(self, g: FunctionInfo, attrs: set) -> list[tuple[tuple, str]]:
-        """An attribute a method reads of its object falls back to the class
-        attribute of that name: ``cls.scale += 2`` in a classmethod, or
-        ``type(self).scale = n``, changes what ``self.scale`` reads. The class
-        attributes by those names of the method's class, its bases and its
-        subclasses (the object may be of any of them)."""
-        p = self.p
-        cls = g.class_qualname
-        if not cls or not attrs:
-            return []
-        family = dict.fromkeys([*p.mro(cls), *p.subclasses(cls)])
-        out: list[tuple[tuple, str]] = []
-        for k in family:
-            if k not in p.classes:
-                continue
-            short = k.rsplit(".", 1)[-1]
-            out.extend((p.attr_value((GlobalRoot(k),), a), f"{short}.{a}") for a in sorted(attrs))
-        return out
 
     def _module_bindings(self, path: str) -> set[str]:
         """Every name the module at ``path`` binds at its top level, by any
