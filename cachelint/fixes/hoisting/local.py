@@ -1,5 +1,12 @@
 """Hoist to a local: the same call evaluated more than once in one run of a
-function, computed once before its first use.
+function, computed once before its first use (:class:`LocalHoists`: where
+the local goes, and the fix). The safety checks are its mixins, one question
+each: what the call reads (:mod:`.callinputs`), what changes that between the
+uses (:mod:`.between`, and the calls made there, :mod:`.callsbetween`), what
+each use ran that the local runs once (:mod:`.runsonce`), what computing the
+call earlier changes (:mod:`.earlier`), where the shared value goes
+(:mod:`.sharedvalue`); :mod:`.naming` names the local, and :mod:`.syntax`
+holds the syntax helpers they share.
 
 See :mod:`cachelint.fixes.hoisting.planner` for what makes it safe.
 """
@@ -9,21 +16,24 @@ from __future__ import annotations
 import ast
 
 from ...facts.bodies import HoistPoint
-from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
 from .between import ChangesBetween
 from .callinputs import CallInputs
 from .callsbetween import CallsBetween
 from .earlier import ComputedEarlier
 from .init import InitHoists
+from .naming import LocalNames
 from .runsonce import RunsOnce
 from .sharedvalue import SharedValue
-from .site import _BUILTINS, Site, _base_name, _call_expr, _loop_head, names_in
-from .syntax import _bound_by, _introspection, _names_of
+from .site import Site, _base_name, _call_expr, _loop_head, names_in
+from .syntax import _introspection
 
 
-class LocalHoists(ChangesBetween, CallsBetween, CallInputs, RunsOnce, ComputedEarlier, SharedValue, InitHoists):
-    """The hoist-to-a-local fix and its safety checks."""
+class LocalHoists(
+    ChangesBetween, CallsBetween, CallInputs, RunsOnce, ComputedEarlier, SharedValue, LocalNames, InitHoists
+):
+    """The hoist-to-a-local fix: where the local goes, and the safety checks,
+    which its mixins make."""
 
     # hoist to a local -------------------------------------------------------------------
     def hoist_local(self, s: Site, same: list[Site], loop: ast.AST | None = None) -> Fix | None:
@@ -173,64 +183,3 @@ class LocalHoists(ChangesBetween, CallsBetween, CallInputs, RunsOnce, ComputedEa
             + (f" (unsafe: {'; '.join(reasons)})" if reasons else ""),
             relies_on=(f"callee: {s.cost.pure_reason}", f"uses: lines {', '.join(str(x.call.line) for x in occ)}"),
         )
-
-    def _module_bindings(self, path: str) -> set[str]:
-        """Every name the module at ``path`` binds at its top level, by any
-        form (``for``/``with``/``except`` targets, imports, walrus, ``match``
-        captures, ``global`` statements in its functions)."""
-        cache = self.__dict__.setdefault("_module_names", {})
-        hit = cache.get(path)
-        if hit is not None:
-            return hit
-        out: set[str] = set()
-        lines = self.a.bodies.lines(path)
-        try:
-            tree = ast.parse("".join(x if x.endswith("\n") else x + "\n" for x in lines or ()))
-        except (SyntaxError, ValueError):
-            tree = None
-        if tree is not None:
-            stack: list[ast.AST] = list(tree.body)
-            while stack:
-                n = stack.pop()
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    out.add(n.name)
-                    out |= {x for g in ast.walk(n) if isinstance(g, ast.Global) for x in g.names}
-                    continue
-                if isinstance(n, ast.Lambda):
-                    continue
-                out |= _bound_by(n)
-                stack.extend(ast.iter_child_nodes(n))
-        cache[path] = out
-        return out
-
-    def _fresh_local(self, f: FunctionInfo, base: str) -> str:
-        p = self.p
-        ctx = p.context(f)
-        fi = p.modules_by_path.get(f.path)
-        taken = set(ctx.locals) | set(ctx.params) | _BUILTINS
-        if fi is not None:
-            taken |= set(fi.imports) | set(fi.defs) | set(fi.globals)
-        c = ctx.parent
-        while c is not None:
-            taken |= set(c.locals) | set(c.params)
-            c = c.parent
-        body = self.a.bodies.body(f)
-        if body is not None:
-            # every name the function and its nested scopes read or bind (a
-            # global it reads, a name a star import may define)
-            taken |= _names_of(body.node)
-        name, i = base, 2
-        while name in taken or not name.isidentifier() or self._bound_in_module(f.path, name):
-            name, i = f"{base}_{i}", i + 1
-        return name
-
-    def _bound_in_module(self, path: str, name: str) -> bool:
-        """The module at ``path`` binds ``name`` at its top level (see
-        :meth:`_module_bindings`); a name its text never spells is not
-        bound there, and the module is parsed only when it is."""
-        lines = self.a.bodies.lines(path)
-        if lines is None:
-            return True  # unreadable: every name may be taken
-        if not any(name in x for x in lines):
-            return False
-        return name in self._module_bindings(path)
