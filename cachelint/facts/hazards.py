@@ -80,12 +80,13 @@ from ..semantic.values import (
     SelfRoot,
     TruthyKey,
 )
-from ..semantic.writes import IN_PLACE_METHODS, AttrWrite, Reach, Writes, copy_source
+from ..semantic.writes import IN_PLACE_METHODS, AttrWrite, Reach, Writes
 from .bodies import Bodies
 from .bypass import Bypasses
 from .construction import ConstructionOrder, super_calls
 from .cost import CostModel
 from .guardstate import GuardState
+from .hazardtext import _short, render_arg
 from .results import ResultKinds
 from .state import ProcessState
 from .totality import Totality
@@ -105,7 +106,6 @@ FRESH_BUILDERS = frozenset(
 )
 # methods that change a list, dict or set in place (`ids.append(x)`)
 MUTATING_METHODS = IN_PLACE_METHODS
-MAX_SHOWN = 3  # writers named per dependency
 # bases outside the tree that define no `__init__` or `__post_init__` of their own
 _PLAIN_BASES = frozenset({"object", "builtins.object", "typing.Generic", "abc.ABC", "typing.Protocol"})
 
@@ -1122,10 +1122,6 @@ def _keyword(call, name: str):
     return next((v for k, v in call[3] if k == name), None)
 
 
-def _short(text: str, limit: int = 70) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _positions(scans: tuple, keys: set) -> list:
     pairs: set = set()
     for k in keys & scans[1].keys():
@@ -1140,44 +1136,3 @@ def _own_dataclass(p: Program, c) -> bool:
         if (dotted(d0) or "").rsplit(".", 1)[-1] == "dataclass":
             return not (d[0] == "call" and any(k == "init" and v == ("const", False) for k, v in d[3]))
     return False
-
-
-def render_arg(site, v: Value) -> str:
-    """An argument of the fill spelled from the fill's side."""
-    root = v[0]
-    if root == site.anchor:
-        head = "self" if isinstance(root, SelfRoot) else root.name if isinstance(root, ParamRoot) else "X"
-    elif isinstance(root, ParamRoot):
-        head = root.name
-    elif isinstance(root, GlobalRoot):
-        head = root.qualname.rsplit(".", 1)[-1]
-    elif isinstance(root, CallRoot):
-        head = "(...)"
-    else:
-        head = "?"
-    return head + "".join(f".{a}" for a in v[1:] if isinstance(a, str))
-
-
-def writer_text(w: AttrWrite, reach: Reach, writes: Writes) -> str:
-    """``in `f` (line 6: `cfg.x = ...`, <why>)``."""
-    extra = f", {reach.why}" if reach.why else ""
-    src = copy_source(writes.receiver_value(w), writes.p)
-    if src is not None:
-        extra += f", on a copy made by `{src[0]}`"
-    if w.how == "setattr":
-        kind = "" if w.attr is not None else ", a `setattr` with a name computed at run time"
-    elif w.how == "in-place":
-        kind = ", which changes its value in place"
-    elif w.how in ("__dict__", "vars", "object.__setattr__"):
-        kind = ", which bypasses attribute assignment" + (
-            "" if w.attr is not None else " for names known only at run time"
-        )
-    else:
-        kind = ""
-    return f"in {w.where} (line {w.line}: `{w.text}`{kind}{extra})"
-
-
-def summarise(items: list, render_one) -> str:
-    shown = [render_one(x) for x in items[:MAX_SHOWN]]
-    more = len(items) - len(shown)
-    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")

@@ -21,7 +21,8 @@ from ..semantic.guards import Atom
 from ..semantic.program import CONSTRUCTORS, Program, Value
 from ..semantic.values import GlobalRoot, ParamRoot, SelfRoot
 from .construction import call_text, hands_self
-from .hazards import MAX_SHOWN, MUTATING_METHODS, Hazards, summarise, writer_text
+from .hazards import MUTATING_METHODS, Hazards
+from .hazardtext import MAX_SHOWN, summarise, writer_text
 
 if TYPE_CHECKING:
     from .cachesites import CacheSite

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import deque
 
 from ...facts.construction import call_text, hands_self, implicit_calls
-from ...facts.hazards import content_writers, writer_text
+from ...facts.hazards import content_writers
+from ...facts.hazardtext import writer_text
 from ...index.expr import dotted, render
 from ...index.records import FunctionInfo
 from ...model import Applicability, Edit, EditKind, Fix, Span
