@@ -125,6 +125,17 @@ def write_model_dir(root: Path) -> Path:
     return model_dir
 
 
+def _module() -> Any:
+    """A torch module with a parameter, a buffer and a submodule, as a layer has."""
+    import torch
+
+    m = torch.nn.Module()
+    m.register_buffer("cache", torch.zeros(4), persistent=False)
+    m.proj = torch.nn.Linear(2, 2)
+    m.flag = 0
+    return m
+
+
 class _Obj:
     """The baseline object: three attributes and a method that does nothing."""
 
@@ -262,6 +273,8 @@ def build_namespace(model_dir: Path) -> dict[str, Any]:
         "payload": {"request_id": "req-0", "prompt_token_ids": list(range(16)), "sampling": {"top_p": 0.9}},
         # baselines
         "obj": _Obj(),
+        "module": _module(),
+        "tensor": torch.zeros(4),
         "functools": functools,
         "sample_fn": _sample_fn,
         "small_logits": small_logits,
@@ -372,6 +385,11 @@ def calls(ns: dict[str, Any]) -> list[Call]:
             note="after envs.enable_envs_cache()",
             before=lambda: _enable_envs_cache(ns),
         ),
+        # --- attribute-store: a store on a torch module runs nn.Module.__setattr__
+        c("attribute-store", "module.flag = 1"),
+        c("attribute-store", "module.last = tensor", note="a tensor, not registered"),
+        c("attribute-store", "module.cache = tensor", note="a registered buffer"),
+        c("attribute-store", "obj.a = 1", role="low", note="a plain object, for comparison"),
         # --- version
         c("version", 'packaging.version.parse("2.13.0")'),
         c("version", 'packaging.version.Version("2.13.0") >= packaging.version.Version("2.8.0")'),

@@ -14,6 +14,7 @@ from .cl007_built_to_measure import BuiltToMeasure
 from .cl008_rebuilt_each_run import RebuiltEachRun
 from .cl009_loop_invariant_callee_work import LoopInvariantCalleeWork
 from .cl010_definition_rebuilt_each_run import DefinitionRebuiltEachRun
+from .cl011_costly_attribute_store import CostlyAttributeStore
 
 ALL_RULES: tuple[type[Rule], ...] = (
     ParseError,
@@ -27,6 +28,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     RebuiltEachRun,
     LoopInvariantCalleeWork,
     DefinitionRebuiltEachRun,
+    CostlyAttributeStore,
 )
 BY_CODE = {r.code: r for r in ALL_RULES}
 UnusedNoqa.known_codes = frozenset(BY_CODE)
