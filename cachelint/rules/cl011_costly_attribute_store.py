@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from ..facts.analysis import Analysis
 
 _ROOTS = ({"pattern": "*.Runner.execute_model", "kind": "per-step"}, {"pattern": "*Layer.forward", "kind": "per-layer"})
-# what a store on an object without a `__setattr__` of its own costs: a dict write
-_PLAIN = "a plain attribute store is a dict write of a few nanoseconds"
 
 
 class CostlyAttributeStore(Rule):
@@ -250,7 +248,7 @@ class Runner:
         estimate = analysis.estimates.work(f, seconds, basis, 1.0, a.in_loop)
         note = "no fix: skip the store when the value is unchanged, or keep the value off the module"
         msg = (
-            f"`{shown} = ...` runs `{setter}` on each run of `{f.name}` ({why}; {_PLAIN}); "
+            f"`{shown} = ...` runs `{setter}` on each run of `{f.name}` ({why}); "
             f"on a {kind} path, reached via {hot_route(chain)}; {note}"
         )
         return Finding(
