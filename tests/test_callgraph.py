@@ -1079,3 +1079,55 @@ def test_an_attribute_bound_to_the_result_of_calling_itself_resolves_to_nothing(
     g = _graph(src)
     assert "m.IntegerField.to_python" not in g.get("m.RangeField.again", [])
     assert "m.RangeField.value" in g
+
+
+def test_work_that_clears_the_flag_guarding_it_runs_once():
+    # `if self.calc: self.calibrate(...)` where calibrate ends with `self.calc
+    # = False` (vLLM's kv-scale calibration): the first call only
+    src = """
+    class Attention:
+        def __init__(self, calc, debug):
+            self.calc = calc
+            self.warm = True
+            self.debug = debug
+
+        def forward(self, q):
+            if not self.fused:
+                self.fuse()
+            if self.calc:
+                self.calibrate(q)
+            if self.warm:
+                self.warm_up(q)
+                self.warm = False
+            if self.debug:
+                self.note(q)
+            return q
+
+        def calibrate(self, q):
+            self.scale = q
+            self.calc = False
+
+        def fuse(self):
+            self.fused = True
+
+        def warm_up(self, q):
+            return q
+
+        def note(self, q):
+            return q
+
+    class Layer:
+        def __init__(self, attention: Attention):
+            self.attention = attention
+
+        def forward(self, q):
+            if not self.attention.fused:
+                self.attention.fuse()
+            return self.attention.forward(q)
+    """
+    hot = _hot(src, "m.Attention.forward")
+    assert "m.Attention.calibrate" not in hot  # clears its own guard
+    assert "m.Attention.fuse" not in hot  # `if not self.fused:` and it sets `fused = True`
+    assert "m.Attention.warm_up" not in hot  # the guarded block clears it
+    assert "m.Attention.note" in hot  # nothing clears `debug`: it runs on every call
+    assert "m.Attention.fuse" not in _hot(src, "m.Layer.forward")  # the flag of the object it calls

@@ -27,7 +27,7 @@ from ..globs import GlobSet
 from ..index.expr import UNKNOWN, _last_name, dotted
 from ..index.records import CallSite, FunctionInfo
 from ..model import HotCoverage
-from .idioms import fills_once, never_runs
+from .idioms import clears_its_flag, fills_once, never_runs
 from .program import Program
 from .values import GlobalRoot, ParamRoot
 
@@ -98,8 +98,10 @@ def edges_of(program: Program, f: FunctionInfo) -> list[tuple[int, str]]:
         return out
     n = len(f.calls)
     for i, call in enumerate(f.calls + f.implicit_calls):
-        if call.in_handler or (call.guard and (never_runs(call) or (i < n and fills_once(f, call)))):
-            continue  # an error path; `if TYPE_CHECKING:`; or lazy init / memo dict: once per slot
+        if call.in_handler or (
+            call.guard and (never_runs(call) or (i < n and (fills_once(f, call) or clears_its_flag(program, f, call))))
+        ):
+            continue  # an error path; `if TYPE_CHECKING:`; lazy init / memo dict / one-shot flag: once per slot
         direct = program.call_targets(f, call)
         for target in _through_lambdas(program, direct, 0):
             if program.is_cached(target):

@@ -41,10 +41,15 @@ CL002 findings.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..config import DEFAULT_CACHE_DECORATORS
 from ..globs import GlobSet
 from ..index.expr import dotted
 from ..index.records import CallSite, FunctionInfo
+
+if TYPE_CHECKING:
+    from .program import Program
 
 # ``D.setdefault(k, v)``, ``D.update(...)``, ``D.__setitem__(k, v)``: calls that fill a memo dict
 MEMO_FILL_METHODS = frozenset({"setdefault", "update", "__setitem__"})
@@ -152,6 +157,48 @@ def fills_local_once(c: CallSite) -> bool:
     for cond, positive in c.guard:
         _empty_tests(cond, positive, facts)
     return any(fact[0] == "empty" and fact[1] == t for fact in facts)
+
+
+_FALSY = (("const", False), ("const", None), ("const", 0))
+_TRUTHY = (("const", True), ("const", 1))
+
+
+def clears_its_flag(program: Program, f: FunctionInfo, c: CallSite) -> bool:
+    """``c`` runs under a test of an object's flag that the work turns off:
+    ``if self.flag:`` and the work assigns ``self.flag = False`` (or None, 0),
+    or ``if not self.done:`` and it assigns ``self.done = True``; in the
+    guarded block itself, or on every run of the method ``c`` calls on that
+    object (``if self.calculate_kv_scales: self.calc_kv_scales(...)``, whose
+    body ends with ``self.calculate_kv_scales = False``; ``if not
+    self.router.fused: self.router.fuse()``). It runs once per object, not
+    once per call of ``f``."""
+    receiver = c.func[1] if c.func[0] == "attr" else None
+    me = ("name", f.self_name) if f.self_name is not None else None
+    turns_off: dict[tuple, tuple] = {}  # (object, flag) -> the values that turn its test off
+    for cond, positive in c.guard:
+        if cond[0] == "not":  # `if not self.done:` is a negative test of `self.done`
+            cond, positive = cond[1], not positive
+        if cond[0] == "attr" and cond[1] in (me, receiver):
+            turns_off[(cond[1], cond[2])] = _FALSY if positive else _TRUTHY
+    if not turns_off:
+        return False
+    for a in f.assigns:
+        t = a.target
+        if t[0] == "attr" and a.value in turns_off.get((t[1], t[2]), ()) and a.guard[: len(c.guard)] == c.guard:
+            return True
+    if receiver is None or not any(obj == receiver for obj, _ in turns_off):
+        return False
+    g = program.call_function(f, c)
+    if g is None or g.self_name is None:
+        return False
+    own = ("name", g.self_name)
+    return any(
+        a.target[0] == "attr"
+        and a.target[1] == own
+        and a.value in turns_off.get((receiver, a.target[2]), ())
+        and not a.guard
+        for a in g.assigns
+    )
 
 
 def never_runs(c: CallSite) -> bool:
