@@ -102,23 +102,27 @@ class Receives:
         return why
 
     def _draws(self, fn: FunctionInfo, depth: int) -> str | None:
-        if not fn.calls:
+        # the calls that draw, from the index; the body is parsed again only
+        # when there is one, to follow where its value goes
+        drawing: dict[tuple, str] = {}
+        for c in fn.calls:
+            why = self.call(fn, c, depth)
+            if why is not None:
+                drawing[(c.line, c.column, c.end_line, c.end_column)] = why
+        if not drawing:
             return None
         body = self.bodies.body(fn)
         if body is None:
             return None
-        by_span: dict[tuple, CallSite] = {}
+        by_span: dict[tuple, str] = {}
         sh, col = body.shift, body._bcol
-        for c in fn.calls:
-            by_span[(c.line - sh, col(c.line, c.column), c.end_line - sh, col(c.end_line, c.end_column))] = c
+        for (line, column, end_line, end_column), why in drawing.items():
+            by_span[(line - sh, col(line, column), end_line - sh, col(end_line, end_column))] = why
         nodes = body.code_nodes
         sources: dict[int, str] = {}  # id of a call node -> why it draws
         for n in nodes:
             if isinstance(n, ast.Call):
-                site = by_span.get((n.lineno, n.col_offset, n.end_lineno, n.end_col_offset))
-                if site is None:
-                    continue
-                why = self.call(fn, site, depth)
+                why = by_span.get((n.lineno, n.col_offset, n.end_lineno, n.end_col_offset))
                 if why is not None:
                     sources[id(n)] = why
         if not sources:
