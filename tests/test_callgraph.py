@@ -433,6 +433,16 @@ def test_calling_a_torch_module_runs_its_forward():
         def forward(self, x):
             return x
 
+    class ForCausalLM(nn.Module):
+        model: nn.Module  # declared by the library base: what is stored decides
+
+        def __init__(self):
+            super().__init__()
+            self.model = Block()
+
+        def forward(self, x):
+            return self.model(x)
+
     class Model(nn.Module):
         def __init__(self):
             super().__init__()
@@ -453,9 +463,16 @@ def test_calling_a_torch_module_runs_its_forward():
     assert "m.Block.forward" in g["m.Model.forward"]
     assert "m.Callable_.__call__" in g["m.Model.forward"]  # its own __call__ wins
     assert "m.Callable_.forward" not in g["m.Model.forward"]
+    assert g["m.ForCausalLM.forward"] == ["m.Block.forward"]
     assert not [e for e in _graph(src)["m.Model.forward"] if e.endswith(".forward")]  # not without the preset
     hp = hot_paths(program, (HotRoot("m.Model.forward", "per-step"),))
     assert "m.Norm.forward" in hp.chains
+    # torch's __call__ runs hooks before forward: purity and effects, which read
+    # callee_function, still see a call they cannot read
+    f = program.functions["m.Block.forward"]
+    (call,) = f.calls
+    assert program.call_function(f, call) is None
+    assert [t.qualname for t in program.call_targets(f, call)] == ["m.Norm.forward"]
 
 
 def test_module_lists_dicts_and_handler_tables_held_by_self():

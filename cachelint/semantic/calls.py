@@ -158,7 +158,7 @@ class Calls:
                 return self.lookup_method(cls, "__init__")
             t = self.type_of(callee)
             if t is not None and t in self.classes:  # calling an instance runs its __call__
-                return self.instance_call(t)
+                return self.lookup_method(t, "__call__")
             return None
         base = callee[:-1]
         if len(base) == 1:
@@ -184,7 +184,10 @@ class Calls:
     def instance_call(self, class_qn: str) -> FunctionInfo | None:
         """What calling an instance of ``class_qn`` runs: its ``__call__``, or,
         when it inherits that from a class outside the tree that `call-methods`
-        names (``torch.nn.Module.forward``), the method that class calls."""
+        names (``torch.nn.Module.forward``), the method that class calls. For
+        :meth:`call_targets` only: the library's ``__call__`` may run more
+        than the method (torch's forward hooks), so :meth:`callee_function`,
+        which purity and effects read, does not follow it."""
         m = self.lookup_method(class_qn, "__call__")
         if m is not None or not self.call_methods:
             return m
@@ -322,6 +325,12 @@ class Calls:
             out.append(fn)
             if self._is_partial(callee):
                 self._opaque_args.add((id(call), fn.qualname))
+        else:
+            # an instance of a class whose library base dispatches the call
+            # (`call-methods`: a torch module's forward). Only the walk and its
+            # kin follow it: the base's __call__ runs hooks first, so effects and
+            # purity still see a call they cannot read (see callee_function)
+            out.extend(self._called_instances(callee))
         root = callee[0]
         if len(callee) >= 2:
             base = callee[:-1]
@@ -397,6 +406,33 @@ class Calls:
         if fn is None and not out:  # torch.ops.<ns>.<op>(...): the function registered as that op
             out.extend(self.custom_op_targets(callee, dotted(func)))
         return out
+
+    def _called_instances(self, callee: Value) -> list[FunctionInfo]:
+        """What calling the object ``callee`` names runs through `call-methods`:
+        by its type, else, for an attribute, by the class each writer of the
+        attribute stores (``self.model = Model(...)``)."""
+        if not self.call_methods:
+            return []
+        t = self.type_of(callee)
+        if t is not None and t in self.classes:
+            return self._instance_calls((t,))
+        # untyped, or declared by a library base (`model: nn.Module`): what is stored
+        if len(callee) < 2:
+            return []
+        owner = self.type_of(callee[:-1])
+        if owner is None or owner not in self.classes:
+            return []
+        classes: list[str] = []
+        for f, a in self.self_attr_writers(owner, callee[-1]):
+            if a.kind not in ("assign", "annassign"):
+                return []
+            v = self.canon(a.value, self.context(f, owner))
+            c = self.type_of(v) if v is not None else None
+            if c is None:
+                return []
+            if c not in classes:
+                classes.append(c)
+        return self._instance_calls(tuple(classes))
 
     def _instance_calls(self, classes: tuple[str, ...]) -> list[FunctionInfo]:
         """What calling an instance of one of ``classes`` runs (see :meth:`instance_call`)."""
