@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..index.expr import UNKNOWN, dotted
 from ..index.records import FunctionInfo
-from .types import only_member, string_annotation
+from .types import only_member, string_annotation, type_arguments
 from .values import ALIAS_KINDS, CallRoot, GlobalRoot, ParamRoot, Value
 
 if TYPE_CHECKING:
@@ -70,11 +70,6 @@ def _union(parts) -> Classes:
     return tuple(out)
 
 
-def _type_arguments(sub) -> tuple:
-    s = sub[2]
-    return s[1] if s[0] == "tuple" else (s,)
-
-
 def _capitalised(func) -> bool:
     """``func`` is spelled as a class: its last name starts with a capital (``nn.ModuleDict``)."""
     last = func[2] if func[0] == "attr" else func[1] if func[0] == "name" else ""
@@ -105,6 +100,7 @@ class Elements:
         def resolve_annotation(self, ann, module: str, depth: int = 0) -> str | None: ...
         def value_annotation(self, v: Value) -> tuple | None: ...
         def callable_return(self, ann, module: str, depth: int = 0) -> tuple | None: ...
+        def alias_value(self, ann, module: str) -> tuple | None: ...
         def self_attr_writers(self, class_qn: str, attr: str) -> list: ...
         def type_of(self, v: Value | None, depth: int = 0) -> str | None: ...
 
@@ -128,26 +124,14 @@ class Elements:
         if k == "sub":
             last = (dotted(ann[1]) or "").rpartition(".")[2]
             if last in ("Union", "Optional"):
-                args = _type_arguments(ann)
+                args = type_arguments(ann)
                 return _union(self.annotation_classes(m, module, depth + 1) for m in args if not _is_none(m))
             return ()
         if k in ("name", "attr"):  # an alias: `AnyTokenizer = Union[A, B]`
-            alias = self._alias_value(ann, module)
+            alias = self.alias_value(ann, module)
             if alias is not None:
                 return self.annotation_classes(alias[0], alias[1], depth + 1)
         return ()
-
-    def _alias_value(self, ann, module: str):
-        """``(expression, module)`` of the module variable an annotation names, when it is one."""
-        qn = self.annotation_name(ann, module)
-        if qn is None or qn in self.classes or not self.is_module_level_variable(qn):
-            return None
-        mod, _, name = qn.rpartition(".")
-        fi = self.modules.get(mod)
-        e = fi.globals.get(name) if fi is not None else None
-        if e is None or e[0] not in ("sub", "or", "name", "attr", "const"):
-            return None
-        return e, mod
 
     def annotation_elements(self, ann, module: str, depth: int = 0, items: bool = False) -> Classes:
         """The in-tree classes of the elements iterating a value annotated
@@ -162,12 +146,12 @@ class Elements:
         if k == "or":
             return _union(self.annotation_elements(m, module, depth + 1, items) for m in ann[1] if not _is_none(m))
         if k in ("name", "attr"):
-            alias = self._alias_value(ann, module)
+            alias = self.alias_value(ann, module)
             return self.annotation_elements(alias[0], alias[1], depth + 1, items) if alias is not None else ()
         if k != "sub":
             return ()
         last = (dotted(ann[1]) or "").rpartition(".")[2]
-        args = _type_arguments(ann)
+        args = type_arguments(ann)
         if last in ("Union", "Optional"):
             return _union(self.annotation_elements(m, module, depth + 1, items) for m in args if not _is_none(m))
         if last in ("Final", "ClassVar", "Annotated"):
@@ -188,12 +172,12 @@ class Elements:
         if k == "or":
             return _union(self._mapping_values(m, module, depth + 1) for m in ann[1] if not _is_none(m))
         if k in ("name", "attr"):
-            alias = self._alias_value(ann, module)
+            alias = self.alias_value(ann, module)
             return self._mapping_values(alias[0], alias[1], depth + 1) if alias is not None else ()
         if k != "sub":
             return ()
         last = (dotted(ann[1]) or "").rpartition(".")[2]
-        args = _type_arguments(ann)
+        args = type_arguments(ann)
         if last == "Optional":
             return self._mapping_values(args[0], module, depth + 1)
         if last in _MAPPINGS and len(args) == 2:
@@ -291,12 +275,12 @@ class Elements:
         if inner is not None:
             return self._element_annotation(inner, module, depth + 1)
         if ann[0] in ("name", "attr"):
-            alias = self._alias_value(ann, module)
+            alias = self.alias_value(ann, module)
             return self._element_annotation(alias[0], alias[1], depth + 1) if alias is not None else None
         if ann[0] != "sub":
             return None
         last = (dotted(ann[1]) or "").rpartition(".")[2]
-        args = _type_arguments(ann)
+        args = type_arguments(ann)
         if last in ("Final", "ClassVar", "Annotated") and args:
             return self._element_annotation(args[0], module, depth + 1)
         if last in _MAPPINGS and len(args) == 2:

@@ -40,6 +40,12 @@ def string_annotation(ann):
 _NONE = (("const", None), ("name", "None"))
 
 
+def type_arguments(sub) -> tuple:
+    """The type arguments of a subscripted annotation (``dict[K, V]``: ``(K, V)``)."""
+    s = sub[2]
+    return s[1] if s[0] == "tuple" else (s,)
+
+
 def only_member(ann):
     """The one type a union annotation admits besides None: ``X`` of
     ``Optional[X]``, ``Union[X, None]``, ``X | None``; None otherwise."""
@@ -188,17 +194,26 @@ class Types:
         if inner is not None:
             return self.callable_return(inner, module, depth + 1)
         if ann[0] in ("name", "attr"):
-            qn = self.annotation_name(ann, module)
-            if qn is None or qn in self.classes or not self.is_module_level_variable(qn):
+            alias = self.alias_value(ann, module)
+            if alias is None or alias[0][0] != "sub":
                 return None
-            mod, _, name = qn.rpartition(".")
-            fi = self.modules.get(mod)
-            alias = fi.globals.get(name) if fi is not None else None
-            return self.callable_return(alias, mod, depth + 1) if alias is not None and alias[0] == "sub" else None
+            return self.callable_return(alias[0], alias[1], depth + 1)
         if ann[0] != "sub" or (dotted(ann[1]) or "").rpartition(".")[2] != "Callable":
             return None
-        args: tuple = ann[2][1] if ann[2][0] == "tuple" else (ann[2],)
+        args = type_arguments(ann)
         return (args[1], module) if len(args) == 2 else None
+
+    def alias_value(self, ann, module: str) -> tuple | None:
+        """``(expression, module)`` of the module variable an annotation names, when it is one."""
+        qn = self.annotation_name(ann, module)
+        if qn is None or qn in self.classes or not self.is_module_level_variable(qn):
+            return None
+        mod, _, name = qn.rpartition(".")
+        fi = self.modules.get(mod)
+        e = fi.globals.get(name) if fi is not None else None
+        if e is None or e[0] not in ("sub", "or", "name", "attr", "const"):
+            return None
+        return e, mod
 
     def type_of(self, v: Value | None, depth: int = 0) -> str | None:
         """Class qualified name of the object ``v`` denotes, when known."""
