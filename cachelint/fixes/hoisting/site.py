@@ -14,6 +14,7 @@ from ...index.expr import dotted
 from ...index.records import CallSite, FunctionInfo
 from ...model import Fix, Span
 from ...semantic.program import Program
+from ...semantic.types import string_annotation
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -239,16 +240,7 @@ def _annotation_ok(ann, allowed: frozenset) -> bool:
     if k == "const":
         if ann[1] is None or ann[1] is Ellipsis:
             return True
-        if isinstance(ann[1], str):
-            import ast
-
-            from ...index.expr import conv
-
-            try:
-                return _annotation_ok(conv(ast.parse(ann[1], mode="eval").body), allowed)
-            except SyntaxError:
-                return False
-        return False
+        return _annotation_ok(string_annotation(ann), allowed)  # a string annotation, parsed
     if k in ("name", "attr"):
         d = dotted(ann) or ""
         return d.split(".")[-1] in allowed

@@ -11,6 +11,7 @@ import ast
 
 from ...index.expr import conv, dotted, render
 from ...index.records import FunctionInfo
+from ...semantic.types import string_annotation
 from .site import _IMMUTABLE
 
 # builtins that only look at their argument, never iterate it: `len(it)`,
@@ -148,12 +149,7 @@ def _deep_immutable(ann) -> bool:
     if k == "const":
         if ann[1] is None or ann[1] is Ellipsis:
             return True
-        if isinstance(ann[1], str):
-            try:
-                return _deep_immutable(conv(ast.parse(ann[1], mode="eval").body))
-            except SyntaxError:
-                return False
-        return False
+        return _deep_immutable(string_annotation(ann))  # a string annotation, parsed
     if k in ("name", "attr"):
         last = (dotted(ann) or "").split(".")[-1]
         return last in _IMMUTABLE and last not in _CONTAINERS
