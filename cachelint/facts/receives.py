@@ -27,7 +27,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from ..globs import GlobSet
-from ..index.expr import dotted
+from ..index.expr import conv, dotted
 from ..index.records import CallSite, FunctionInfo
 from .catalog import NONDETERMINISTIC
 from .purity import MAX_DEPTH
@@ -137,7 +137,7 @@ class Receives:
                 if why is not None:
                     return why
                 if isinstance(x, (ast.Name, ast.Attribute)):
-                    d = _dotted(x)
+                    d = dotted(conv(x))
                     if d is not None and d in tainted:
                         return tainted[d]
             return None
@@ -147,7 +147,7 @@ class Receives:
             for x in ast.walk(target):
                 if isinstance(x, (ast.Name, ast.Attribute, ast.Subscript)) and not isinstance(x.ctx, ast.Load):
                     # `buf[i] = v` puts the value in `buf`
-                    d = _dotted(x.value if isinstance(x, ast.Subscript) else x)
+                    d = dotted(conv(x.value if isinstance(x, ast.Subscript) else x))
                     if d is not None and d not in tainted:
                         tainted[d] = why
                         changed = True
@@ -160,7 +160,7 @@ class Receives:
                 if isinstance(n, ast.Call) and id(n) in sources and n.args:
                     # a receive fills the buffers it is given (`dist.irecv(buf)`)
                     for a in n.args:
-                        d = _dotted(a) if isinstance(a, (ast.Name, ast.Attribute)) else None
+                        d = dotted(conv(a)) if isinstance(a, (ast.Name, ast.Attribute)) else None
                         if d is not None and d not in tainted:
                             tainted[d] = sources[id(n)]
                             changed = True
@@ -191,15 +191,3 @@ def _flow(n: ast.AST) -> tuple[ast.AST | None, list[ast.AST]]:
     if isinstance(n, ast.withitem):
         return n.context_expr, [n.optional_vars] if n.optional_vars is not None else []
     return None, []
-
-
-def _dotted(e: ast.AST) -> str | None:
-    """``a.b.c`` for a chain of attributes on a name, else None."""
-    parts = []
-    while isinstance(e, ast.Attribute):
-        parts.append(e.attr)
-        e = e.value
-    if not isinstance(e, ast.Name):
-        return None
-    parts.append(e.id)
-    return ".".join(reversed(parts))
